@@ -1,0 +1,135 @@
+"""The values every layer shares: `ToolCall` and `Message`.
+
+They are frozen. `extra` carries provider fields that ctxfold does not interpret, so that a message
+read from one format and written back to it is the same message. Nothing in ctxfold mutates
+`extra`; treat it as read-only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from ctxfold.errors import InvalidInputError
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call an assistant message makes: an id, a tool name and its arguments as JSON text.
+
+    `arguments` is kept as the provider sent it (a string), never re-serialized, so that counts
+    and round trips are exact. `extra` holds fields ctxfold does not interpret.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(
+            id=str(data["id"]),
+            name=str(data["name"]),
+            arguments=str(data.get("arguments", "{}")),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message in ctxfold's provider-neutral shape.
+
+    - `role`: "system", "user", "assistant" or "tool".
+    - `content`: the text (parts joined), or None when an assistant message only calls tools.
+    - `tool_calls`: the calls an assistant message makes, in order.
+    - `tool_call_id`: on a tool message, the id of the call it answers.
+    - `name`: an optional author or tool name.
+    - `extra`: provider fields kept for lossless round trips (for example the original list of
+      content parts, or Anthropic thinking blocks).
+
+    >>> Message("user", "fix the failing test in tests/test_io.py").role
+    'user'
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise InvalidInputError(
+                f"unknown role {self.role!r}; expected one of system, user, assistant, tool"
+            )
+        if self.role == "tool" and not self.tool_call_id:
+            raise InvalidInputError("a tool message needs the tool_call_id of the call it answers")
+        if self.tool_calls and self.role != "assistant":
+            raise InvalidInputError(f"only assistant messages may carry tool calls, not {self.role!r}")
+
+    @property
+    def text(self) -> str:
+        """The content as text ("" when there is none)."""
+        return self.content or ""
+
+    def replace(self, **changes: Any) -> Message:
+        """A copy with some fields changed (messages are frozen)."""
+        values = {
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "extra": self.extra,
+        }
+        values.update(changes)
+        return Message(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """ctxfold's own JSON shape, used inside the event log. Keys with empty values are left out."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """Read ctxfold's own JSON shape (the inverse of `to_dict`)."""
+        role = data.get("role")
+        if role not in ROLES:
+            raise InvalidInputError(
+                f"unknown role {role!r}; expected one of system, user, assistant, tool"
+            )
+        content = data.get("content")
+        if content is not None and not isinstance(content, str):
+            raise InvalidInputError(f"content must be a string or null, not {type(content).__name__}")
+        return cls(
+            role=cast(Role, role),
+            content=content,
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            extra=dict(data.get("extra") or {}),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,205 @@
+"""The shape of a transcript: system block, turns, steps, pending calls and safe cut points.
+
+Pure functions over a message list. Strategies use this to decide what they may touch:
+
+- the *system block* is the leading run of system messages;
+- a *step* is an assistant message together with the tool messages that directly follow it (the
+  results of its calls, parallel calls included), so a step is never split;
+- a *turn* starts at a real user message and runs to the next one; the last turn is the current task;
+- a *safe cut point* is an index where the history may be cut: the start of a unit (a step, a user
+  message, a summary) or the end. Cutting anywhere else would separate a call from its result.
+
+Summaries and notes that ctxfold put into a history are not real user messages even when they
+carry the user role; callers say which indices are such *synthetic* items.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxfold.messages._values import Message
+
+UnitKind = Literal["system", "user", "step", "synthetic", "orphan", "other"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A run of messages `[start, end)` that strategies keep or give up as a whole."""
+
+    start: int
+    end: int
+    kind: UnitKind
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    @property
+    def indices(self) -> range:
+        return range(self.start, self.end)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A real user message (`user`, None for a preamble before the first one) and what followed."""
+
+    start: int
+    end: int
+    user: int | None
+    units: tuple[Unit, ...]
+
+    @property
+    def steps(self) -> tuple[Unit, ...]:
+        return tuple(u for u in self.units if u.kind == "step")
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What `analyze` found in a message list. Indices refer to that list."""
+
+    size: int
+    system_end: int
+    units: tuple[Unit, ...]
+    turns: tuple[Turn, ...]
+    pending: tuple[int, ...]
+    """Indices of assistant messages at the end whose calls have no result yet."""
+
+    @property
+    def current_turn(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    @property
+    def current_request(self) -> int | None:
+        """Index of the user message of the current task, if there is one."""
+        turn = self.current_turn
+        return turn.user if turn else None
+
+    @property
+    def cuts(self) -> frozenset[int]:
+        """Every index where the history may be cut without splitting a step."""
+        return frozenset([u.start for u in self.units] + [self.system_end, self.size])
+
+    @property
+    def steps(self) -> tuple[Unit, ...]:
+        return tuple(u for u in self.units if u.kind == "step")
+
+    def unit_at(self, index: int) -> Unit:
+        for unit in self.units:
+            if unit.start <= index < unit.end:
+                return unit
+        raise IndexError(index)
+
+    def pinned(self, keep_steps: int = 1, also: Iterable[int] = ()) -> frozenset[int]:
+        """Indices no strategy may touch: the system block, the current request, the newest
+        `keep_steps` steps, any step with a pending call, and `also` (widened to whole units)."""
+        out: set[int] = set(range(self.system_end))
+        if self.current_request is not None:
+            out.add(self.current_request)
+        steps = self.steps
+        for unit in steps[len(steps) - keep_steps :] if keep_steps > 0 else ():
+            out.update(unit.indices)
+        for index in self.pending:
+            out.update(self.unit_at(index).indices)
+        for index in also:
+            out.update(self.unit_at(index).indices)
+        return frozenset(out)
+
+
+def answers(call_ids: Sequence[str], results: Sequence[Message]) -> tuple[list[int], list[str]]:
+    """Pair tool results with the calls of one assistant message, by position for repeated ids.
+
+    Returns the positions (into `results`) that answer none of the calls, and the call ids left
+    without a result. A call id used twice pairs its first result with its first call.
+    """
+    open_calls = Counter(call_ids)
+    orphans: list[int] = []
+    for position, result in enumerate(results):
+        call_id = result.tool_call_id or ""
+        if open_calls[call_id] > 0:
+            open_calls[call_id] -= 1
+        else:
+            orphans.append(position)
+    # The unanswered calls of a repeated id are its last ones: results pair with calls in order.
+    missing: list[str] = []
+    for call_id in reversed(call_ids):
+        if open_calls[call_id] > 0:
+            open_calls[call_id] -= 1
+            missing.append(call_id)
+    return orphans, missing[::-1]
+
+
+def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Structure:
+    """Find the system block, units, turns and pending calls of `messages`.
+
+    `synthetic` names indices that ctxfold itself inserted (summaries, notes): they form units of
+    their own and never start a turn.
+
+    >>> from ctxfold.messages import Message, ToolCall
+    >>> s = analyze([Message("system", "be brief"), Message("user", "hi"),
+    ...              Message("assistant", None, (ToolCall("c1", "ls"),)),
+    ...              Message("tool", "a.py", tool_call_id="c1")])
+    >>> (s.system_end, [u.kind for u in s.units], sorted(s.cuts))
+    (1, ['user', 'step'], [1, 2, 4])
+    """
+    n = len(messages)
+    system_end = 0
+    while system_end < n and messages[system_end].role == "system" and system_end not in synthetic:
+        system_end += 1
+
+    units: list[Unit] = []
+    i = system_end
+    while i < n:
+        message = messages[i]
+        if i in synthetic:
+            units.append(Unit(i, i + 1, "synthetic"))
+            i += 1
+        elif message.role == "assistant":
+            j = i + 1
+            while j < n and messages[j].role == "tool" and j not in synthetic:
+                j += 1
+            units.append(Unit(i, j, "step"))
+            i = j
+        elif message.role == "tool":
+            j = i + 1
+            while j < n and messages[j].role == "tool" and j not in synthetic:
+                j += 1
+            units.append(Unit(i, j, "orphan"))
+            i = j
+        elif message.role == "user":
+            units.append(Unit(i, i + 1, "user"))
+            i += 1
+        else:
+            units.append(Unit(i, i + 1, "other"))
+            i += 1
+
+    turns: list[Turn] = []
+    current: list[Unit] = []
+    for unit in units:
+        if unit.kind == "user" and current:
+            turns.append(_turn(current))
+            current = []
+        current.append(unit)
+    if current:
+        turns.append(_turn(current))
+
+    pending: list[int] = []
+    if units and units[-1].kind == "step":
+        last = units[-1]
+        calls = [c.id for c in messages[last.start].tool_calls]
+        _, missing = answers(calls, messages[last.start + 1 : last.end])
+        if missing:
+            pending.append(last.start)
+
+    return Structure(n, system_end, tuple(units), tuple(turns), tuple(pending))
+
+
+def _turn(units: list[Unit]) -> Turn:
+    first = units[0]
+    return Turn(first.start, units[-1].end, first.start if first.kind == "user" else None, tuple(units))
+
+
+def is_safe_cut(messages: Sequence[Message], index: int, synthetic: Collection[int] = ()) -> bool:
+    """Whether the history may be cut just before `index` without splitting a step."""
+    return index in analyze(messages, synthetic).cuts
