@@ -1,0 +1,310 @@
+"""Read and write the Anthropic Messages API format.
+
+One API message may become several `Message` values: a user message's `tool_result` blocks each
+become a role "tool" message (ctxfold pairs results with calls one message at a time), and the
+blocks between them a user message. An assistant message stays one `Message`: its text blocks are
+joined into `content`, its `tool_use` blocks become `ToolCall`s whose arguments are the JSON text
+of `input`.
+
+What ctxfold does not interpret (thinking and redacted_thinking blocks, images, `cache_control`,
+`is_error`, the original blocks) is kept under `extra["anthropic"]` so that
+`to_anthropic(from_anthropic(msgs, system))` gives back `(system, msgs)`. Kept blocks are written
+back only while they still describe the message; when a strategy changed its text or calls, the
+message is rebuilt from its fields, keeping thinking blocks first as the API expects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages._values import Message, Role, ToolCall
+
+SystemPrompt = str | list[dict[str, Any]] | None
+_MESSAGE_KEYS = frozenset({"role", "content"})
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input"})
+
+
+def from_anthropic(
+    messages: Iterable[Mapping[str, Any]], system: str | Sequence[Mapping[str, Any]] | None = None
+) -> list[Message]:
+    """Read Messages API messages (and the `system` parameter) into `Message` values.
+
+    Raises `InvalidInputError` naming the (0-based) message index and the bad value.
+
+    >>> msgs = from_anthropic([
+    ...     {"role": "user", "content": "list the files"},
+    ...     {"role": "assistant", "content": [
+    ...         {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "."}}]},
+    ...     {"role": "user", "content": [
+    ...         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}]},
+    ... ], system="be brief")
+    >>> [(m.role, m.content) for m in msgs]
+    [('system', 'be brief'), ('user', 'list the files'), ('assistant', None), ('tool', 'a.py')]
+    """
+    out: list[Message] = []
+    if system is not None:
+        out.append(system_from_anthropic(system))
+    for index, row in enumerate(messages):
+        try:
+            out.extend(messages_from_anthropic(row))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"message {index}: {exc}") from exc
+    return out
+
+
+def system_from_anthropic(system: Any) -> Message:
+    """Read the `system` parameter (a string or a list of text blocks) as one system message."""
+    if isinstance(system, str):
+        return Message("system", system)
+    if isinstance(system, list):
+        blocks = [_block(b, f"system[{i}]") for i, b in enumerate(system)]
+        return Message("system", blocks_text(blocks), extra=_extra(blocks=blocks))
+    raise InvalidInputError(f"system must be a string or a list of blocks, not {system!r:.80}")
+
+
+def messages_from_anthropic(row: Mapping[str, Any]) -> list[Message]:
+    """Read one API message; errors name the value but not the position."""
+    if not isinstance(row, Mapping):
+        raise InvalidInputError(f"expected a JSON object, got {type(row).__name__}: {row!r:.80}")
+    role = row.get("role")
+    if role not in ("user", "assistant"):
+        raise InvalidInputError(f"unknown role {role!r}; expected user or assistant")
+    fields = {k: v for k, v in row.items() if k not in _MESSAGE_KEYS}
+    content = row.get("content")
+    if isinstance(content, str):
+        out = [Message(cast(Role, role), content)]
+    elif not isinstance(content, list):
+        raise InvalidInputError(
+            f"content must be a string or a list of blocks, not {content!r:.80}"
+        )
+    else:
+        blocks = [_block(b, f"content[{i}]") for i, b in enumerate(content)]
+        out = _assistant(blocks) if role == "assistant" else _user(blocks)
+    # The first message of each API message says so, with the keys ctxfold does not read, so
+    # that writing back starts a new API message exactly where the input had one.
+    first = out[0]
+    marks = {"first": True, **({"fields": fields} if fields else {})}
+    out[0] = first.replace(extra={"anthropic": {**_kept(first.extra), **marks}})
+    return out
+
+
+def to_anthropic(messages: Iterable[Message]) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+    """Write `Message` values as `(system, messages)` for the Messages API.
+
+    Leading system messages become `system` (a string, or a list of blocks when they had blocks
+    or are several). Tool results go into one user message, followed by any user text that came
+    right after them. A system message after the conversation started cannot be expressed and
+    raises `InvalidInputError`.
+    """
+    system_parts: list[Message] = []
+    groups: list[list[Message]] = []
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            if groups:
+                raise InvalidInputError(
+                    f"message {index}: a system message after the conversation started; the "
+                    "Messages API takes system text only in the system parameter"
+                )
+            system_parts.append(message)
+        elif _starts_message(message, groups[-1] if groups else None):
+            groups.append([message])
+        else:
+            groups[-1].append(message)
+    return _system_to_anthropic(system_parts), [_group_to_anthropic(g) for g in groups]
+
+
+def blocks_text(blocks: Sequence[Mapping[str, Any]]) -> str | None:
+    """The text of a list of blocks, joined by newlines; None when no block is text."""
+    texts = [
+        b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return "\n".join(texts) if texts else None
+
+
+def _kept(extra: Mapping[str, Any]) -> dict[str, Any]:
+    kept = extra.get("anthropic")
+    return dict(kept) if isinstance(kept, Mapping) else {}
+
+
+def _extra(**kept: Any) -> dict[str, Any]:
+    kept = {k: v for k, v in kept.items() if v is not None}
+    return {"anthropic": kept} if kept else {}
+
+
+def _block(block: Any, where: str) -> dict[str, Any]:
+    if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        raise InvalidInputError(f"{where} must be a block object with a type, not {block!r:.80}")
+    return dict(block)
+
+
+def _user(blocks: list[dict[str, Any]]) -> list[Message]:
+    """Split a user message into tool messages and runs of other blocks, in order."""
+    out: list[Message] = []
+    run: list[dict[str, Any]] = []
+    for position, block in enumerate(blocks):
+        if block["type"] != "tool_result":
+            run.append(block)
+            continue
+        if run:
+            out.append(Message("user", blocks_text(run), extra=_extra(blocks=run)))
+            run = []
+        out.append(_tool_result(block, position))
+    if run or not out:
+        out.append(Message("user", blocks_text(run), extra=_extra(blocks=run)))
+    return out
+
+
+def _tool_result(block: Mapping[str, Any], position: int) -> Message:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidInputError(
+            f"content[{position}]: a tool_result needs a non-empty tool_use_id, got {call_id!r}"
+        )
+    content = block.get("content")
+    if isinstance(content, list):
+        inner = [_block(b, f"content[{position}].content[{i}]") for i, b in enumerate(content)]
+        text = blocks_text(inner)
+    elif content is None or isinstance(content, str):
+        text = content
+    else:
+        raise InvalidInputError(
+            f"content[{position}]: tool_result content must be a string or a list of blocks, "
+            f"not {content!r:.80}"
+        )
+    return Message("tool", text, tool_call_id=call_id, extra=_extra(block=dict(block)))
+
+
+def _assistant(blocks: list[dict[str, Any]]) -> list[Message]:
+    calls = tuple(
+        _tool_use(b, position) for position, b in enumerate(blocks) if b["type"] == "tool_use"
+    )
+    return [Message("assistant", blocks_text(blocks), calls, extra=_extra(blocks=blocks))]
+
+
+def _tool_use(block: Mapping[str, Any], position: int) -> ToolCall:
+    where = f"content[{position}]"
+    call_id, name, value = block.get("id"), block.get("name"), block.get("input", {})
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidInputError(f"{where}: a tool_use needs a non-empty string id, got {call_id!r}")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{where} ({call_id}): a tool_use needs a name, got {name!r}")
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            f"{where} ({call_id}): tool_use input must be an object, not {value!r:.80}"
+        )
+    fields = {k: v for k, v in block.items() if k not in _TOOL_USE_KEYS}
+    arguments = json.dumps(value, ensure_ascii=False)
+    return ToolCall(call_id, name, arguments, extra=_extra(fields=fields or None))
+
+
+def _starts_message(message: Message, current: list[Message] | None) -> bool:
+    if current is None or message.role == "assistant" or current[0].role == "assistant":
+        return True
+    if _kept(message.extra).get("first"):
+        return True
+    # Tool results join the user message they are in; user text joins results it follows. A
+    # user message after a user message stays its own, as the API accepts and the input had it.
+    return message.role == "user" and current[-1].role != "tool"
+
+
+def _system_to_anthropic(parts: list[Message]) -> SystemPrompt:
+    if not parts:
+        return None
+    if len(parts) == 1 and _current_blocks(parts[0]) is None:
+        return parts[0].text
+    blocks: list[dict[str, Any]] = []
+    for message in parts:
+        blocks.extend(_user_blocks(message))
+    return blocks
+
+
+def _group_to_anthropic(group: list[Message]) -> dict[str, Any]:
+    first = group[0]
+    out: dict[str, Any] = {"role": "assistant" if first.role == "assistant" else "user"}
+    if first.role == "assistant":
+        out["content"] = _assistant_content(first)
+    elif len(group) == 1 and first.role == "user" and _current_blocks(first) is None:
+        out["content"] = first.text
+    else:
+        out["content"] = [b for m in group for b in _user_blocks(m)]
+    for key, value in (_kept(first.extra).get("fields") or {}).items():
+        out.setdefault(key, value)
+    return out
+
+
+def _current_blocks(message: Message) -> list[dict[str, Any]] | None:
+    """The kept blocks of a user or system message, if they still match its text."""
+    blocks = _kept(message.extra).get("blocks")
+    if isinstance(blocks, list) and blocks_text(blocks) == message.content:
+        return blocks
+    return None
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [_tool_result_block(message)]
+    blocks = _current_blocks(message)
+    if blocks is not None:
+        return blocks
+    return [{"type": "text", "text": message.content}] if message.content else []
+
+
+def _tool_result_block(message: Message) -> dict[str, Any]:
+    kept = _kept(message.extra).get("block")
+    if isinstance(kept, Mapping):
+        if kept.get("tool_use_id") == message.tool_call_id:
+            inner = kept.get("content")
+            text = blocks_text(inner) if isinstance(inner, list) else inner
+            if text == message.content:
+                return dict(kept)
+        # Changed (for example masked): keep flags such as is_error, write the new text.
+        block = {k: v for k, v in kept.items() if k != "content"}
+    else:
+        block = {"type": "tool_result"}
+    block["tool_use_id"] = message.tool_call_id
+    if message.content is not None:
+        block["content"] = message.content
+    return block
+
+
+def _assistant_content(message: Message) -> str | list[dict[str, Any]]:
+    kept = _kept(message.extra).get("blocks")
+    if isinstance(kept, list):
+        try:
+            parsed = _assistant(kept)[0]
+            if (parsed.content, parsed.tool_calls) == (message.content, message.tool_calls):
+                return kept
+        except InvalidInputError:
+            pass
+        # Thinking and other blocks ctxfold does not read stay, in front, as the API wants them.
+        blocks = [b for b in kept if b.get("type") not in ("text", "tool_use")]
+    elif not message.tool_calls:
+        return message.text
+    else:
+        blocks = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(_tool_use_block(call) for call in message.tool_calls)
+    return blocks
+
+
+def _tool_use_block(call: ToolCall) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"call {call.id!r} ({call.name}): arguments are not JSON ({exc.msg}), so they cannot "
+            f"be sent as a tool_use input: {call.arguments!r:.80}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"call {call.id!r} ({call.name}): arguments must be a JSON object to be a tool_use "
+            f"input, not {call.arguments!r:.80}"
+        )
+    block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": value}
+    for key, kept in (_kept(call.extra).get("fields") or {}).items():
+        block.setdefault(key, kept)
+    return block

@@ -1,0 +1,293 @@
+"""Check a history against the rules providers enforce with a 400, and repair what can be repaired.
+
+`validate` returns `Problem`s. Those of severity "error" are what a provider rejects: a tool result
+that does not directly follow the assistant message that made its call, a call left without a
+result before the conversation moves on, a batch of parallel calls answered in two places, and
+for Anthropic a role order, a system message or a reused call id the Messages API cannot take.
+Severity "info" marks what is legal but worth knowing: a call still pending at the end (the agent
+is waiting for it) and, for OpenAI, a call id used twice (paired by position, as
+`structure.answers` does).
+
+`repair` fixes only what it can fix without guessing: it drops tool results that answer no call
+and answers each call that was never answered with a placeholder naming the call id. It is
+deterministic and idempotent, and leaves a pending final call alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxfold.messages._values import Message
+from ctxfold.messages.structure import answers
+
+Provider = Literal["openai", "anthropic"]
+Severity = Literal["error", "info"]
+PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic")
+
+PLACEHOLDER = "[no result: call {call_id!r} ({name}) was never answered]"
+"""Text of the tool result `repair` adds for a call that was never answered."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong (or worth knowing) about a history.
+
+    - `index`: the message it is about.
+    - `code`: a short kebab-case name: "orphan-result", "missing-result", "pending-call",
+      "duplicate-call-id", "split-batch", "misplaced-result", "role-order", "empty-message",
+      "system-not-first".
+    - `message`: a sentence naming the call id or index.
+    - `severity`: "error" (a provider would reject the history) or "info".
+    """
+
+    index: int
+    code: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.code} ({self.severity}): {self.message}"
+
+
+def validate(messages: Sequence[Message], provider: Provider = "openai") -> list[Problem]:
+    """Every problem of `messages` for `provider`, ordered by message index.
+
+    >>> from ctxfold.messages import Message, ToolCall
+    >>> [p.code for p in validate([Message("user", "hi"),
+    ...                            Message("tool", "a.py", tool_call_id="call_1")])]
+    ['orphan-result']
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; expected openai or anthropic")
+    problems = _pairing(messages) + _duplicates(messages, provider) + _content(messages, provider)
+    if provider == "anthropic":
+        problems += _anthropic_order(messages)
+    return sorted(problems, key=lambda p: p.index)
+
+
+def is_valid(messages: Sequence[Message], provider: Provider = "openai") -> bool:
+    """Whether `validate` finds no error (info problems such as a pending call are fine)."""
+    return not any(p.severity == "error" for p in validate(messages, provider))
+
+
+def repair(messages: Sequence[Message]) -> list[Message]:
+    """Drop tool results that answer no call and add a placeholder result for each call that was
+    never answered and is followed by other messages. A pending final call is left alone.
+
+    >>> from ctxfold.messages import Message, ToolCall
+    >>> fixed = repair([Message("assistant", None, (ToolCall("call_1", "ls"),)),
+    ...                 Message("user", "go on")])
+    >>> [m.role for m in fixed], fixed[1].text
+    (['assistant', 'tool', 'user'], "[no result: call 'call_1' (ls) was never answered]")
+    """
+    out: list[Message] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        message = messages[i]
+        end = _results_end(messages, i + 1)
+        if message.role == "tool":
+            i = end  # results that follow no assistant message answer nothing here
+            continue
+        out.append(message)
+        if message.role != "assistant":
+            i += 1
+            continue
+        results = messages[i + 1 : end]
+        orphans, missing = answers([c.id for c in message.tool_calls], results)
+        dropped = set(orphans)
+        out.extend(r for position, r in enumerate(results) if position not in dropped)
+        if end < n:
+            names = _call_names(message)
+            out.extend(_placeholder(call_id, names[call_id]) for call_id in missing)
+        i = end
+    return out
+
+
+def _placeholder(call_id: str, name: str) -> Message:
+    text = PLACEHOLDER.format(call_id=call_id, name=name)
+    return Message("tool", text, tool_call_id=call_id, extra={"ctxfold": {"repair": "placeholder"}})
+
+
+def _call_names(message: Message) -> Mapping[str, str]:
+    return {c.id: c.name for c in message.tool_calls}
+
+
+def _results_end(messages: Sequence[Message], start: int) -> int:
+    end = start
+    while end < len(messages) and messages[end].role == "tool":
+        end += 1
+    return end
+
+
+def _pairing(messages: Sequence[Message]) -> list[Problem]:
+    """Results against calls: orphan, missing, pending, split and misplaced results."""
+    problems: list[Problem] = []
+    # Calls left unanswered where they were made, by id, oldest first: (assistant index, next).
+    unanswered: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    n = len(messages)
+    i = 0
+    while i < n:
+        message = messages[i]
+        if message.role == "tool":
+            problems.append(_late_result(messages, i, unanswered))
+            i += 1
+            continue
+        if message.role != "assistant":
+            i += 1
+            continue
+        end = _results_end(messages, i + 1)
+        orphans, missing = answers([c.id for c in message.tool_calls], messages[i + 1 : end])
+        for position in orphans:
+            index = i + 1 + position
+            problems.append(
+                Problem(
+                    index,
+                    "orphan-result",
+                    f"the tool result at index {index} answers call "
+                    f"{messages[index].tool_call_id!r}, which the assistant message at index {i} "
+                    "did not make (or that is already answered)",
+                )
+            )
+        if missing and end == n:
+            problems.append(
+                Problem(
+                    i,
+                    "pending-call",
+                    f"call {', '.join(map(repr, missing))} of the last assistant message (index "
+                    f"{i}) has no result yet",
+                    "info",
+                )
+            )
+        elif missing:
+            for call_id in missing:
+                unanswered[call_id].append((i, end))
+        i = end
+    for call_id, places in unanswered.items():
+        for index, following in places:
+            problems.append(
+                Problem(
+                    index,
+                    "missing-result",
+                    f"call {call_id!r} of the assistant message at index {index} has no result "
+                    f"before the next message (index {following})",
+                )
+            )
+    return problems
+
+
+def _late_result(
+    messages: Sequence[Message], index: int, unanswered: dict[str, list[tuple[int, int]]]
+) -> Problem:
+    """A tool result that does not directly follow an assistant message."""
+    call_id = messages[index].tool_call_id or ""
+    places = unanswered.get(call_id)
+    if not places:
+        return Problem(
+            index,
+            "orphan-result",
+            f"the tool result at index {index} answers call {call_id!r}, but no assistant "
+            "message directly before it made that call",
+        )
+    origin, following = places.pop(0)
+    batch = len(messages[origin].tool_calls) > 1
+    what = "a batch of parallel calls" if batch else "a call"
+    return Problem(
+        index,
+        "split-batch" if batch else "misplaced-result",
+        f"the result of call {call_id!r} (index {index}) is separated from {what} made at index "
+        f"{origin} by the message at index {following}; results must directly follow their call",
+    )
+
+
+def _duplicates(messages: Sequence[Message], provider: Provider) -> list[Problem]:
+    # OpenAI accepts a reused id and answers pair by position; the Messages API wants every
+    # tool_use id of a request to be unique.
+    severity: Severity = "error" if provider == "anthropic" else "info"
+    seen: Counter[str] = Counter()
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for call in message.tool_calls:
+            seen[call.id] += 1
+            if seen[call.id] == 2:
+                problems.append(
+                    Problem(
+                        index,
+                        "duplicate-call-id",
+                        f"call id {call.id!r} is used again at index {index}; its results are "
+                        "paired with its calls by position",
+                        severity,
+                    )
+                )
+    return problems
+
+
+def _content(messages: Sequence[Message], provider: Provider) -> list[Problem]:
+    problems: list[Problem] = []
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        if message.role not in ("user", "assistant") or message.tool_calls or _has_media(message):
+            continue
+        if provider == "openai":
+            empty = message.content is None and not _kept_fields(message, "openai")
+        else:
+            # The Messages API allows an empty final assistant message (a prefill), nothing else.
+            empty = not message.text.strip() and not (message.role == "assistant" and index == last)
+        if empty:
+            problems.append(
+                Problem(
+                    index,
+                    "empty-message",
+                    f"the {message.role} message at index {index} has no content and no tool calls",
+                )
+            )
+    return problems
+
+
+def _has_media(message: Message) -> bool:
+    """Whether kept provider blocks carry something besides text (an image, a document...)."""
+    for provider, key in (("openai", "parts"), ("anthropic", "blocks")):
+        kept = message.extra.get(provider)
+        blocks = kept.get(key) if isinstance(kept, Mapping) else None
+        for block in blocks if isinstance(blocks, list) else ():
+            if isinstance(block, Mapping) and block.get("type") != "text":
+                return True
+    return False
+
+
+def _kept_fields(message: Message, provider: str) -> bool:
+    kept = message.extra.get(provider)
+    fields = kept.get("fields") if isinstance(kept, Mapping) else None
+    # An OpenAI assistant message may carry a refusal or audio instead of content.
+    return isinstance(fields, Mapping) and any(fields.get(k) for k in ("refusal", "audio"))
+
+
+def _anthropic_order(messages: Sequence[Message]) -> list[Problem]:
+    problems: list[Problem] = []
+    started = False
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            if started:
+                problems.append(
+                    Problem(
+                        index,
+                        "system-not-first",
+                        f"the system message at index {index} comes after the conversation "
+                        "started; Anthropic takes system text only before it",
+                    )
+                )
+            continue
+        if not started and message.role != "user":
+            problems.append(
+                Problem(
+                    index,
+                    "role-order",
+                    f"the first message after the system prompt (index {index}) is "
+                    f"{message.role!r}; Anthropic needs it to be a user message",
+                )
+            )
+        started = True
+    return problems
