@@ -1,0 +1,160 @@
+"""How many tokens a conversation may use, when compaction starts, and where it stops.
+
+Three numbers, all in tokens:
+
+- the *reserve* is left free for the model's reply (and for counting error);
+- the *trigger point* is where compaction starts: ``window * trigger`` when a trigger fraction is
+  given, else ``window - reserve``;
+- the *target* is the size compaction brings the context down to, well under the trigger point
+  so that the next compaction is many turns away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.errors import BudgetError
+from ctxfold.tokens.catalog import lookup
+
+RESERVE_CAP = 20_000
+"""Most tokens reserved for the reply when the model's max output is larger (or unknown)."""
+
+RESERVE_FLOOR = 1_024
+"""Fewest tokens ever reserved by default, however small the window."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The token budget of one model context.
+
+    >>> Budget.for_model("gpt-4o").trigger_tokens      # 128,000 window - 16,384 reserve
+    111616
+    >>> Budget(window=128_000, trigger=0.8).trigger_tokens
+    102400
+    """
+
+    window: int
+    """Context window in tokens (prompt and reply together). Required, positive."""
+    max_output: int | None = None
+    """The model's largest reply in tokens; None (default) when unknown."""
+    reserve: int | None = None
+    """Tokens kept free for the reply. Default None: derived from `max_output` (see
+    `reserve_tokens`). An explicit value is used as given."""
+    trigger: float | None = None
+    """Fraction of the window at which compaction starts, in (0, 1]. Default None: start at
+    ``window - reserve`` tokens instead."""
+    target: float = 0.4
+    """Where compaction stops: a fraction of the window when <= 1 (default 0.4), else a token
+    count. Must be below the trigger point."""
+    keep_recent_tokens: int = 8_000
+    """At least this many of the newest tokens stay verbatim (default 8,000 tokens)."""
+    keep_steps: int = 1
+    """The newest this-many assistant steps are never compacted (default 1)."""
+    min_messages: int = 6
+    """A history with fewer messages than this is never compacted (default 6 messages)."""
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.window) or self.window <= 0:
+            # Zero or less is never read as "no limit": a budget that silently never fires would
+            # let a session overflow. Leaving the budget out is how to turn compaction off.
+            raise BudgetError(
+                f"window must be a positive number of tokens, not {self.window!r}; "
+                "to turn automatic compaction off, pass no budget"
+            )
+        if self.max_output is not None:
+            _check_int("max_output", self.max_output, minimum=1, unit="tokens")
+        if self.reserve is not None:
+            _check_int("reserve", self.reserve, minimum=0, unit="tokens")
+        _check_int("keep_recent_tokens", self.keep_recent_tokens, minimum=0, unit="tokens")
+        _check_int("keep_steps", self.keep_steps, minimum=0, unit="steps")
+        _check_int("min_messages", self.min_messages, minimum=0, unit="messages")
+        if self.trigger is not None and (not _is_number(self.trigger) or not 0 < self.trigger <= 1):
+            raise BudgetError(f"trigger must be a fraction in (0, 1], not {self.trigger!r}")
+        if not _is_number(self.target) or not self.target > 0:
+            raise BudgetError(
+                f"target must be a fraction of the window in (0, 1] or a token count above 1, "
+                f"not {self.target!r}"
+            )
+        if self.trigger is not None and self.target <= 1 and self.target >= self.trigger:
+            raise BudgetError(
+                f"target {self.target!r} must be below trigger {self.trigger!r} "
+                "(0 < target < trigger <= 1)"
+            )
+        if self.trigger_tokens <= 0:
+            raise BudgetError(
+                f"a reserve of {self.reserve_tokens:,} tokens leaves nothing of a "
+                f"{self.window:,}-token window; pass a smaller reserve= or a trigger= fraction"
+            )
+        if self.target_tokens >= self.trigger_tokens:
+            raise BudgetError(
+                f"target of {self.target_tokens:,} tokens must be below the trigger point of "
+                f"{self.trigger_tokens:,} tokens; lower target= or raise the trigger"
+            )
+
+    @classmethod
+    def for_model(cls, model: str, **overrides: Any) -> Budget:
+        """The budget of a catalog model; keyword arguments override any field.
+
+        An unknown model needs ``window=`` (and ideally ``max_output=``):
+
+        >>> Budget.for_model("my-finetune", window=32_768, max_output=4_096).reserve_tokens
+        4096
+        """
+        info = lookup(model)
+        if info is None:
+            if "window" not in overrides:
+                raise BudgetError(
+                    f"unknown model {model!r}: pass window= (and max_output=) to "
+                    "Budget.for_model, or add it with ctxfold.tokens.register(ModelInfo(...))"
+                )
+            return cls(**overrides)
+        fields: dict[str, Any] = {"window": info.window, "max_output": info.max_output}
+        fields.update(overrides)
+        return cls(**fields)
+
+    @property
+    def reserve_tokens(self) -> int:
+        """Tokens left free for the reply.
+
+        An explicit `reserve` wins. Otherwise the max output capped at 20,000 (20,000 when
+        unknown); if that would take half the window or more, a third of the window instead;
+        never under 1,024.
+        """
+        if self.reserve is not None:
+            return self.reserve
+        tokens = RESERVE_CAP if self.max_output is None else min(self.max_output, RESERVE_CAP)
+        if 2 * tokens >= self.window:
+            tokens = self.window // 3
+        return max(tokens, RESERVE_FLOOR)
+
+    @property
+    def trigger_tokens(self) -> int:
+        """The estimate, in tokens, at which compaction starts."""
+        if self.trigger is not None:
+            return round(self.window * self.trigger)
+        return self.window - self.reserve_tokens
+
+    @property
+    def target_tokens(self) -> int:
+        """The size, in tokens, compaction brings the context down to."""
+        if self.target <= 1:
+            return round(self.window * self.target)
+        return int(self.target)
+
+    def should_compact(self, estimate: int) -> bool:
+        """True once the estimate has reached the trigger point."""
+        return estimate >= self.trigger_tokens
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_int(field: str, value: object, *, minimum: int, unit: str) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+        raise BudgetError(f"{field} must be a whole number of {unit} >= {minimum:,}, not {value!r}")

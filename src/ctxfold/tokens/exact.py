@@ -1,0 +1,198 @@
+"""Exact o200k_base / cl100k_base counts that work offline.
+
+tiktoken downloads its BPE files on first use, which fails on a machine without internet. The
+`bpe-openai` package ships the same files, gzipped. We read them from there, check them against
+the SHA-256 that tiktoken itself pins for each file (so the ranks are the genuine ones, byte for
+byte), and build a `tiktoken.Encoding` from them. Loading takes about a second, so each encoding
+is built once per process and shared.
+
+Message framing follows OpenAI's published rule for chat models: every message costs 3 tokens
+on top of its role and field values, an author `name` costs 1 more, and every request is primed
+with 3 tokens for the reply (see `REPLY_PRIMING_TOKENS` in `ctxfold.tokens.tally`). OpenAI does
+not publish the framing of tool calls or tool schemas; for those we count the JSON text with the
+tokenizer and add a small documented overhead, so those parts are close but not exact.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.resources
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.errors import CtxfoldError, InvalidInputError, MissingDependencyError
+from ctxfold.messages import Message
+from ctxfold.tokens._parts import call_strings, message_strings, tools_json
+
+MESSAGE_OVERHEAD = 3
+"""Tokens OpenAI's chat format adds to every message (start marker, role separator, end)."""
+
+NAME_OVERHEAD = 1
+"""Extra token OpenAI's chat format charges when a message carries an author `name`."""
+
+CALL_OVERHEAD = 3
+"""Tokens charged per tool call for its framing (not published by OpenAI; an approximation)."""
+
+TOOL_OVERHEAD = 3
+"""Tokens charged per tool schema for its framing (not published by OpenAI; an approximation)."""
+
+
+@dataclass(frozen=True)
+class _Spec:
+    sha256: str
+    pat_str: str
+    special_tokens: Mapping[str, int]
+
+
+# Facts about each encoding: the SHA-256 tiktoken pins for the uncompressed rank file, the
+# pre-tokenizer pattern and the special tokens. They must match tiktoken's definitions exactly,
+# or counts would drift from the real tokenizer; tests compare against tiktoken's own loader.
+_O200K_PATTERN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+_CL100K_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+)
+_SPECS: dict[str, _Spec] = {
+    "o200k_base": _Spec(
+        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        pat_str=_O200K_PATTERN,
+        special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+    "cl100k_base": _Spec(
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        pat_str=_CL100K_PATTERN,
+        special_tokens={
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+}
+
+ENCODINGS: tuple[str, ...] = tuple(_SPECS)
+"""The encodings `TiktokenCounter` can load offline."""
+
+_loaded: dict[str, Any] = {}
+_load_lock = threading.Lock()
+
+
+def _require_dependencies() -> None:
+    try:
+        import bpe_openai.data  # noqa: F401
+        import tiktoken  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "exact token counting", "tiktoken and bpe-openai", "exact"
+        ) from exc
+
+
+def _read_ranks(encoding: str, spec: _Spec) -> dict[bytes, int]:
+    resource = importlib.resources.files("bpe_openai.data").joinpath(f"{encoding}.tiktoken.gz")
+    data = gzip.decompress(resource.read_bytes())
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != spec.sha256:
+        raise CtxfoldError(
+            f"the {encoding} rank file shipped with bpe-openai has SHA-256 {digest}, not the "
+            f"published {spec.sha256}; reinstall bpe-openai or count with counter('heuristic')"
+        )
+    ranks: dict[bytes, int] = {}
+    # The hash check above already vouches for the format: one "base64-token rank" per line.
+    for line in data.splitlines():
+        if line:
+            token, _, rank = line.partition(b" ")
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def load_encoding(encoding: str) -> Any:
+    """The `tiktoken.Encoding` for ``"o200k_base"`` or ``"cl100k_base"``, built offline once.
+
+    Raises `MissingDependencyError` without tiktoken or bpe-openai, and `InvalidInputError` for
+    any other encoding name.
+    """
+    _require_dependencies()
+    spec = _SPECS.get(encoding)
+    if spec is None:
+        raise InvalidInputError(
+            f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}"
+        )
+    with _load_lock:
+        if encoding not in _loaded:
+            import tiktoken
+
+            _loaded[encoding] = tiktoken.Encoding(
+                encoding,
+                pat_str=spec.pat_str,
+                mergeable_ranks=_read_ranks(encoding, spec),
+                special_tokens=dict(spec.special_tokens),
+            )
+        return _loaded[encoding]
+
+
+class TiktokenCounter:
+    """Exact token counts with OpenAI's o200k_base or cl100k_base tokenizer, offline.
+
+    ``approximation_for`` names a model whose own tokenizer is different (Claude, Gemini, Llama,
+    ...): the counts are then a stand-in, `exact` is False and the name says so.
+    Special-token strings such as ``<|endoftext|>`` in a message count as ordinary text, which is
+    how a chat API treats text a user typed.
+
+    >>> TiktokenCounter("o200k_base").count_text("hello world")
+    2
+    """
+
+    def __init__(self, encoding: str = "o200k_base", *, approximation_for: str | None = None):
+        self.encoding_name = encoding
+        self.encoding = load_encoding(encoding)
+        """The underlying `tiktoken.Encoding`."""
+        self.exact = approximation_for is None
+        self.name = (
+            encoding
+            if approximation_for is None
+            else f"{encoding} (approximation for {approximation_for})"
+        )
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare string."""
+        return len(self.encoding.encode_ordinary(text))
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message under OpenAI's chat rule, tool calls included.
+
+        3 framing tokens, the role, each field's tokens, 1 more for an author name; each tool call
+        adds its id, name and arguments plus `CALL_OVERHEAD`. Call ids are counted although a
+        model may not see them verbatim: over-counting a few tokens is safer than under-counting.
+        """
+        encode = self.encoding.encode_ordinary
+        tokens = MESSAGE_OVERHEAD + len(encode(message.role))
+        tokens += sum(len(encode(s)) for s in message_strings(message))
+        if message.name:
+            tokens += NAME_OVERHEAD
+        for call in message.tool_calls:
+            tokens += CALL_OVERHEAD + sum(len(encode(s)) for s in call_strings(call))
+        return tokens
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens of the tool schemas: each schema's compact JSON plus `TOOL_OVERHEAD`."""
+        return sum(TOOL_OVERHEAD + self.count_text(text) for text in tools_json(tools))
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.encoding_name!r}, name={self.name!r})"

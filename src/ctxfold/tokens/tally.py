@@ -1,0 +1,222 @@
+"""Running token totals: what a session pays per append is one message count, not a recount.
+
+`Tally` keeps one count per item (an item's id is the seq of the event that put it in the
+projection) and a running sum, so adding, removing or replacing an item and reading the
+estimate are O(1) whatever the length of the history.
+
+Usage anchoring: after a request, the provider reports how many prompt tokens it actually read.
+`Tally.anchor` records that figure for everything currently in the tally; from then on the
+estimate is that figure plus the counts of what was added since, which is exact up to the new
+messages even when the counter is only a heuristic. An edit that changes anchored items (a
+compaction, a mask) makes the figure stale, so it is dropped and the estimate counts afresh
+until the next report (behaviour B10).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages import Message
+from ctxfold.protocols import TokenCounter
+
+REPLY_PRIMING_TOKENS = 3
+"""Tokens OpenAI's chat format adds once per request to prime the reply (``<|start|>assistant``).
+
+Counted once per non-empty request by `count_messages` and `Tally.total`, for every counter:
+other providers frame messages differently, but a few tokens of slack is the safe direction.
+"""
+
+
+def count_messages(
+    counter: TokenCounter,
+    messages: Iterable[Message],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> int:
+    """Tokens of a whole request: each message, the tool schemas (B9), and the reply priming.
+
+    This recounts everything; wrap the counter with `cached` to make repeated recounts of the
+    same message objects cheap, or keep a `Tally` when the history only grows at the end.
+    """
+    tokens = 0
+    any_message = False
+    for message in messages:
+        tokens += counter.count_message(message)
+        any_message = True
+    if any_message:
+        tokens += REPLY_PRIMING_TOKENS
+    if tools:
+        tokens += counter.count_tools(tools)
+    return tokens
+
+
+class CachedCounter:
+    """A counter that remembers the counts of the last `maxsize` message objects it saw.
+
+    Keyed by object identity: messages are frozen but may hold unhashable `extra` dicts, so they
+    cannot be dictionary keys by value. Each entry keeps a reference to its message, which stops
+    Python from reusing that object's id for another message while the entry lives.
+    """
+
+    def __init__(self, counter: TokenCounter, maxsize: int = 65_536) -> None:
+        if maxsize <= 0:
+            raise InvalidInputError(f"maxsize must be positive, not {maxsize}")
+        self.inner = counter
+        self.name = counter.name
+        self.exact = counter.exact
+        self.maxsize = maxsize
+        self._entries: OrderedDict[int, tuple[Message, int]] = OrderedDict()
+
+    def count_text(self, text: str) -> int:
+        return self.inner.count_text(text)
+
+    def count_message(self, message: Message) -> int:
+        """The inner counter's count, computed once per message object."""
+        key = id(message)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message:
+            self._entries.move_to_end(key)
+            return entry[1]
+        tokens = self.inner.count_message(message)
+        self._entries[key] = (message, tokens)
+        if len(self._entries) > self.maxsize:
+            self._entries.popitem(last=False)
+        return tokens
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        return self.inner.count_tools(tools)
+
+    def __repr__(self) -> str:
+        return f"CachedCounter({self.inner!r}, maxsize={self.maxsize})"
+
+
+def cached(counter: TokenCounter, maxsize: int = 65_536) -> CachedCounter:
+    """`counter` with a per-message-object cache of `maxsize` entries (least recently used out).
+
+    >>> from ctxfold.tokens import HeuristicCounter
+    >>> c = cached(HeuristicCounter())
+    >>> m = Message("user", "hello")
+    >>> c.count_message(m) == c.count_message(m)
+    True
+    """
+    return CachedCounter(counter, maxsize)
+
+
+class Tally:
+    """Per-item token counts and their running total, with an optional provider-usage anchor.
+
+    >>> from ctxfold.tokens import HeuristicCounter
+    >>> tally = Tally(HeuristicCounter())
+    >>> tally.add(1, Message("user", "list the files in src/"))
+    10
+    >>> tally.anchor(31)               # the provider read 31 prompt tokens
+    >>> tally.add(2, Message("assistant", "src/app.py"))
+    7
+    >>> tally.estimate                 # 31 reported + 7 counted since
+    38
+    """
+
+    def __init__(
+        self, counter: TokenCounter, tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        self.counter = counter
+        self._counts: dict[int, int] = {}
+        self._sum = 0
+        self._tools = counter.count_tools(tools) if tools else 0
+        self._anchor: int | None = None
+        self._since: dict[int, int] = {}
+        self._since_sum = 0
+
+    def add(self, item_id: int, message: Message) -> int:
+        """Count a new item and return its tokens. An id already in the tally is an error."""
+        if item_id in self._counts:
+            raise InvalidInputError(
+                f"item {item_id} is already in the tally; use replace() to change it"
+            )
+        tokens = self.counter.count_message(message)
+        self._counts[item_id] = tokens
+        self._sum += tokens
+        if self._anchor is not None:
+            self._since[item_id] = tokens
+            self._since_sum += tokens
+        return tokens
+
+    def remove(self, item_id: int) -> int:
+        """Forget an item and return the tokens it had.
+
+        Removing an item the anchor covered drops the anchor: the reported figure included it.
+        """
+        tokens = self._take(item_id)
+        self._sum -= tokens
+        if item_id in self._since:
+            self._since_sum -= self._since.pop(item_id)
+        elif self._anchor is not None:
+            self.drop_anchor()
+        return tokens
+
+    def replace(self, item_id: int, message: Message) -> int:
+        """Recount an item whose message changed (a masked tool result); returns its new count."""
+        self.remove(item_id)
+        return self.add(item_id, message)
+
+    def count(self, item_id: int) -> int:
+        """The cached count of one item."""
+        if item_id not in self._counts:
+            raise InvalidInputError(f"item {item_id} is not in the tally")
+        return self._counts[item_id]
+
+    def set_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
+        """Count these tool schemas with every request from now on (B9); drops the anchor."""
+        self._tools = self.counter.count_tools(tools) if tools else 0
+        self.drop_anchor()
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._counts
+
+    @property
+    def total(self) -> int:
+        """Counted tokens of the whole request: every item, the tools, and the reply priming."""
+        priming = REPLY_PRIMING_TOKENS if self._counts else 0
+        return self._sum + self._tools + priming
+
+    def anchor(self, prompt_tokens: int) -> None:
+        """Record the provider-reported prompt tokens of a request holding exactly these items."""
+        if prompt_tokens < 0:
+            raise InvalidInputError(f"prompt_tokens must be 0 or more, not {prompt_tokens}")
+        self._anchor = prompt_tokens
+        self._since.clear()
+        self._since_sum = 0
+
+    def drop_anchor(self) -> None:
+        """Forget the reported figure; `estimate` is `total` until the next `anchor` (B10)."""
+        self._anchor = None
+        self._since.clear()
+        self._since_sum = 0
+
+    @property
+    def anchored(self) -> bool:
+        """True while a provider-reported figure backs the estimate."""
+        return self._anchor is not None
+
+    @property
+    def estimate(self) -> int:
+        """Reported prompt tokens plus what was added since, when anchored; else `total`."""
+        if self._anchor is None:
+            return self.total
+        return self._anchor + self._since_sum
+
+    def _take(self, item_id: int) -> int:
+        if item_id not in self._counts:
+            raise InvalidInputError(f"item {item_id} is not in the tally")
+        return self._counts.pop(item_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tally(items={len(self._counts)}, total={self.total}, "
+            f"anchored={self.anchored}, estimate={self.estimate})"
+        )
