@@ -1,0 +1,82 @@
+"""open_store: a store from a URL, so a command line or a config file can name one."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.storage.base import StoreBase
+from ctxfold.storage.memory import MemoryStore
+from ctxfold.storage.sqlite import SQLiteStore
+
+SUPPORTED = (
+    "memory://",
+    "sqlite:///relative/path.db, sqlite:////absolute/path.db or sqlite:///:memory:",
+    "postgresql://user@host:port/database[?schema=name] (or postgres://)",
+)
+
+
+def open_store(url: str) -> StoreBase:
+    """Open the store a URL names.
+
+    - ``memory://``: a `MemoryStore`;
+    - ``sqlite:///path``: a `SQLiteStore`; the path is what follows the third slash, so
+      ``sqlite:///data/ctxfold.db`` is relative to the working directory and
+      ``sqlite:////var/lib/ctxfold.db`` is absolute; ``sqlite:///:memory:`` is in memory;
+    - ``postgresql://…`` or ``postgres://…``: a `PostgresStore`; a ``schema`` query parameter
+      names the schema and is not passed on to the server.
+
+    >>> open_store("sqlite:///:memory:")
+    SQLiteStore(':memory:')
+    """
+    if not isinstance(url, str):
+        raise InvalidInputError(f"a store URL must be a string, not {url!r}")
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    if scheme == "memory" and rest == "":
+        return MemoryStore()
+    if scheme == "sqlite":
+        return _open_sqlite(url, rest)
+    if scheme in ("postgresql", "postgres"):
+        return _open_postgres(url)
+    raise InvalidInputError(
+        f"cannot open a store from {_redacted(url)!r}; supported URLs: " + "; ".join(SUPPORTED)
+    )
+
+
+def _open_sqlite(url: str, rest: str) -> SQLiteStore:
+    # "sqlite:///x" leaves "/x": an empty host, then the path after the slash.
+    if not rest.startswith("/") or len(rest) < 2 or "?" in rest or "#" in rest:
+        raise InvalidInputError(
+            f"cannot open a store from {url!r}: a SQLite URL is sqlite:///relative/path.db, "
+            "sqlite:////absolute/path.db or sqlite:///:memory:, with no host or query"
+        )
+    return SQLiteStore(rest[1:])
+
+
+def _open_postgres(url: str) -> StoreBase:
+    from ctxfold.storage.postgres import PostgresStore
+
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    if len(schemas) > 1 or (schemas and not schemas[0]):
+        raise InvalidInputError(
+            f"{_redacted(url)!r}: give the schema query parameter once, with a name"
+        )
+    kept = urlencode([(key, value) for key, value in query if key != "schema"])
+    server_url = urlunsplit(parts._replace(query=kept))
+    return PostgresStore(server_url, schema=schemas[0] if schemas else None)
+
+
+def _redacted(url: str) -> str:
+    """`url` with any password replaced, so an error message never shows one."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

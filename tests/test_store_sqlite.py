@@ -1,0 +1,104 @@
+"""SQLiteStore keeps the store contract, in a file and in memory, and opens files with care."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.events import NewEvent
+from ctxfold.storage import SQLiteStore, default_sqlite_path
+from ctxfold.testing.store_contract import EventStoreContract
+
+
+class TestSQLiteFile(EventStoreContract):
+    persistent = True
+
+    @pytest.fixture(autouse=True)
+    def _path(self, tmp_path: Path) -> None:
+        self.path = tmp_path / "events.db"
+
+    def make_store(self) -> SQLiteStore:
+        return SQLiteStore(self.path)
+
+    def reopen(self, store: SQLiteStore) -> SQLiteStore:  # type: ignore[override]
+        store.close()
+        return SQLiteStore(self.path)
+
+
+class TestSQLiteMemory(EventStoreContract):
+    persistent = False
+
+    def make_store(self) -> SQLiteStore:
+        return SQLiteStore(":memory:")
+
+
+def test_each_memory_store_is_private() -> None:
+    """Two ':memory:' stores never see each other's events."""
+    with SQLiteStore(":memory:") as one, SQLiteStore(":memory:") as two:
+        one.append("s", [NewEvent("turn")])
+        assert two.sessions() == []
+
+
+def test_missing_folders_are_created(tmp_path: Path) -> None:
+    """A path in folders that do not exist yet works: the folders are made."""
+    path = tmp_path / "a" / "b" / "events.db"
+    with SQLiteStore(path) as store:
+        store.append("s", [NewEvent("turn")])
+    assert path.is_file()
+
+
+def test_a_reader_is_not_blocked_by_an_open_write(tmp_path: Path) -> None:
+    """While another connection holds a write transaction, the store still reads (WAL)."""
+    path = tmp_path / "events.db"
+    with SQLiteStore(path) as store:
+        store.append("s", [NewEvent("turn", {"n": 1})])
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("INSERT INTO events VALUES ('s', 2, 'turn', '{\"n\":2}', 0.0)")
+            assert [e.data for e in store.read("s")] == [{"n": 1}]
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    """Opening a file that is not SQLite raises InvalidInputError naming the path."""
+    path = tmp_path / "notes.txt"
+    path.write_text("these are not the events you are looking for\n" * 100)
+    with pytest.raises(InvalidInputError, match=r"notes\.txt"):
+        SQLiteStore(path)
+
+
+def test_a_database_from_a_newer_ctxfold_is_refused(tmp_path: Path) -> None:
+    """A file whose schema version is newer than this ctxfold's is refused, not misread."""
+    path = tmp_path / "events.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO schema_version (version) VALUES (99)")
+    conn.close()
+    with pytest.raises(InvalidInputError, match="upgrade ctxfold"):
+        SQLiteStore(path)
+
+
+@pytest.mark.parametrize("kwargs", [{"path": ""}, {"path": ":memory:", "synchronous": "SOMETIMES"}])
+def test_bad_arguments_are_refused(kwargs: dict[str, str]) -> None:
+    """An empty path or an unknown synchronous level is an InvalidInputError."""
+    with pytest.raises(InvalidInputError):
+        SQLiteStore(**kwargs)
+
+
+def test_default_path_follows_xdg_data_home() -> None:
+    """The default database lives under XDG_DATA_HOME when it is an absolute path."""
+    path = default_sqlite_path({"XDG_DATA_HOME": "/data/me", "HOME": "/home/me"})
+    assert path == Path("/data/me/ctxfold/ctxfold.db")
+
+
+@pytest.mark.parametrize("xdg", [None, "", "relative/dir"])
+def test_default_path_falls_back_to_local_share(xdg: str | None) -> None:
+    """Without a usable XDG_DATA_HOME the database is in ~/.local/share/ctxfold."""
+    env = {"HOME": "/home/me"} if xdg is None else {"HOME": "/home/me", "XDG_DATA_HOME": xdg}
+    assert default_sqlite_path(env) == Path("/home/me/.local/share/ctxfold/ctxfold.db")
