@@ -133,7 +133,7 @@ def _pairing(messages: Sequence[Message]) -> list[Problem]:
     while i < n:
         message = messages[i]
         if message.role == "tool":
-            problems.append(_late_result(messages, i, unanswered))
+            problems.append(_late_result(messages, i, unanswered, step=None))
             i += 1
             continue
         if message.role != "assistant":
@@ -142,16 +142,7 @@ def _pairing(messages: Sequence[Message]) -> list[Problem]:
         end = _results_end(messages, i + 1)
         orphans, missing = answers([c.id for c in message.tool_calls], messages[i + 1 : end])
         for position in orphans:
-            index = i + 1 + position
-            problems.append(
-                Problem(
-                    index,
-                    "orphan-result",
-                    f"the tool result at index {index} answers call "
-                    f"{messages[index].tool_call_id!r}, which the assistant message at index {i} "
-                    "did not make (or that is already answered)",
-                )
-            )
+            problems.append(_late_result(messages, i + 1 + position, unanswered, step=i))
         if missing and end == n:
             problems.append(
                 Problem(
@@ -180,17 +171,25 @@ def _pairing(messages: Sequence[Message]) -> list[Problem]:
 
 
 def _late_result(
-    messages: Sequence[Message], index: int, unanswered: dict[str, list[tuple[int, int]]]
+    messages: Sequence[Message],
+    index: int,
+    unanswered: dict[str, list[tuple[int, int]]],
+    step: int | None,
 ) -> Problem:
-    """A tool result that does not directly follow an assistant message."""
+    """A tool result that answers no call of the assistant message `step` it follows (None when
+    it follows no assistant message): a late result of an earlier call, or an orphan."""
     call_id = messages[index].tool_call_id or ""
     places = unanswered.get(call_id)
     if not places:
+        where = (
+            f"the assistant message at index {step} did not make (or already has a result for)"
+            if step is not None
+            else "no assistant message directly before it made"
+        )
         return Problem(
             index,
             "orphan-result",
-            f"the tool result at index {index} answers call {call_id!r}, but no assistant "
-            "message directly before it made that call",
+            f"the tool result at index {index} answers call {call_id!r}, which {where}",
         )
     origin, following = places.pop(0)
     batch = len(messages[origin].tool_calls) > 1
@@ -212,7 +211,7 @@ def _duplicates(messages: Sequence[Message], provider: Provider) -> list[Problem
     for index, message in enumerate(messages):
         for call in message.tool_calls:
             seen[call.id] += 1
-            if seen[call.id] == 2:
+            if seen[call.id] > 1:
                 problems.append(
                     Problem(
                         index,
