@@ -31,8 +31,8 @@ def open_store(url: str) -> StoreBase:
     """
     if not isinstance(url, str):
         raise InvalidInputError(f"a store URL must be a string, not {url!r}")
-    scheme, _, rest = url.partition("://")
-    scheme = scheme.lower()
+    scheme, separator, rest = url.partition("://")
+    scheme = scheme.lower() if separator else ""
     if scheme == "memory" and rest == "":
         return MemoryStore()
     if scheme == "sqlite":

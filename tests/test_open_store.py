@@ -1,0 +1,116 @@
+"""open_store turns a URL into the store it names, and says clearly when it names none."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.events import NewEvent
+from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
+
+
+def test_memory_url_opens_a_memory_store() -> None:
+    """``memory://`` opens an empty MemoryStore."""
+    with open_store("memory://") as store:
+        assert isinstance(store, MemoryStore)
+        assert store.sessions() == []
+
+
+def test_sqlite_url_with_three_slashes_is_relative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///data/x.db`` is a file relative to the working directory."""
+    monkeypatch.chdir(tmp_path)
+    with open_store("sqlite:///data/x.db") as store:
+        assert isinstance(store, SQLiteStore)
+        store.append("s", [NewEvent("turn")])
+    assert (tmp_path / "data" / "x.db").is_file()
+
+
+def test_sqlite_url_with_four_slashes_is_absolute(tmp_path: Path) -> None:
+    """``sqlite:////abs/x.db`` is an absolute path, and reopening it finds the same events."""
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    assert url.startswith("sqlite:////")
+    with open_store(url) as store:
+        store.append("s", [NewEvent("turn", {"n": 1})])
+    with open_store(url) as store:
+        assert [e.data for e in store.read("s")] == [{"n": 1}]
+
+
+def test_sqlite_memory_url_is_private_and_in_memory(tmp_path: Path) -> None:
+    """``sqlite:///:memory:`` opens a SQLite store that writes no file."""
+    with open_store("sqlite:///:memory:") as one, open_store("sqlite:///:memory:") as two:
+        one.append("s", [NewEvent("turn")])
+        assert two.sessions() == []
+        assert isinstance(one, SQLiteStore)
+
+
+@pytest.fixture
+def fresh_schema(postgres_url: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"test_{uuid.uuid4().hex}"
+    yield name
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+def test_postgres_url_opens_a_store_in_the_named_schema(
+    postgres_url: str, fresh_schema: str, scheme: str
+) -> None:
+    """``postgresql://…?schema=x`` (or ``postgres://``) opens a PostgresStore in schema x."""
+    url = postgres_url.replace("postgresql://", f"{scheme}://", 1)
+    with open_store(f"{url}?connect_timeout=5&schema={fresh_schema}") as store:
+        assert isinstance(store, PostgresStore)
+        assert store.schema == fresh_schema
+        store.append("s", [NewEvent("turn")])
+    with PostgresStore(postgres_url, schema=fresh_schema) as store:
+        assert store.last_seq("s") == 1
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://localhost", "memory", "memory://somewhere", "file:///tmp/x.db", ""]
+)
+def test_an_unsupported_url_names_itself_and_the_supported_schemes(url: str) -> None:
+    """An unknown URL raises InvalidInputError quoting it and listing the supported schemes."""
+    with pytest.raises(InvalidInputError) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert repr(url) in message
+    for scheme in ("memory://", "sqlite:///", "postgresql://"):
+        assert scheme in message
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite://", "sqlite:///", "sqlite://host/x.db", "sqlite:///x?a=1"]
+)
+def test_a_malformed_sqlite_url_explains_the_form(url: str) -> None:
+    """A SQLite URL without a path, or with a host or query, says what the form is."""
+    with pytest.raises(InvalidInputError, match=r"sqlite:///relative/path\.db"):
+        open_store(url)
+
+
+def test_an_error_never_shows_a_password() -> None:
+    """The password of a URL is masked in the error message."""
+    with pytest.raises(InvalidInputError) as caught:
+        open_store("mysql://admin:hunter2@db.internal/app")
+    assert "hunter2" not in str(caught.value)
+    assert "admin:***@db.internal" in str(caught.value)
+
+
+def test_a_schema_parameter_needs_one_name() -> None:
+    """``?schema=`` empty or given twice is refused before any connection is tried."""
+    for url in (
+        "postgresql://u:pw@nowhere/db?schema=",
+        "postgresql://nowhere/db?schema=a&schema=b",
+    ):
+        with pytest.raises(InvalidInputError, match="schema") as caught:
+            open_store(url)
+        assert "pw@" not in str(caught.value)
