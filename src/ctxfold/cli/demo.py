@@ -1,0 +1,47 @@
+"""``ctxfold demo``: ctxfold at work on a generated agent session, offline and without a key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEMO_WINDOW = 16_000
+"""Small enough that the demo session (about 34,000 tokens) needs several compactions."""
+DEMO_STEPS = 60
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("ctxfold-demo"),
+    show_default=True,
+    help="Folder for the session and the report.",
+)
+def demo(out: Path) -> None:
+    """Generate a realistic coding-agent session, replay it at a 16,000-token window, and write
+    an HTML report. Needs no network and no API key.
+
+    Writes OUT/session.jsonl (the generated transcript, OpenAI format) and OUT/report.html.
+
+    \b
+    Example:
+      ctxfold demo --out /tmp/ctxfold-demo
+    """
+    from ctxfold.cli.replay import print_replay, run_replay
+    from ctxfold.demo_session import generate
+    from ctxfold.messages import write_jsonl
+    from ctxfold.report import write_html
+
+    out.mkdir(parents=True, exist_ok=True)
+    messages = generate(seed=0, steps=DEMO_STEPS)
+    session_path = out / "session.jsonl"
+    write_jsonl(session_path, messages, format="openai")
+    click.echo(f"generated {session_path}: a coding-agent session of {len(messages)} messages")
+    result = run_replay(messages, DEMO_WINDOW, db=None, session_prefix="demo")
+    report_path = out / "report.html"
+    write_html(report_path, result, title="ctxfold demo: a coding-agent session")
+    print_replay(result, str(session_path))
+    click.echo(f"report: {report_path} (open it in a browser)")
+    click.echo(f"next: ctxfold compact {session_path} --window 8000 -o {out / 'compacted.jsonl'}")

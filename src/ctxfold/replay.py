@@ -1,0 +1,256 @@
+"""Replay a transcript into a session the way a live agent would, with compaction on.
+
+`replay` appends the transcript message by message. Before each model request (the point where
+the next message is the assistant's answer) it runs the compactor's automatic trigger, exactly as
+an agent loop calls `maybe_compact` before sending, and records what the model would have been
+sent: its size, any compaction that ran, and how much of it was a prefix of the previous request,
+which is what a provider's prompt cache could reuse.
+
+The function reads no files and no environment; the CLI formats the `ReplayResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ctxfold.messages import Message
+
+if TYPE_CHECKING:
+    from ctxfold.compactor import CompactionReport, Compactor
+    from ctxfold.protocols import TokenCounter
+    from ctxfold.session import Session
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model request during the replay.
+
+    - `turn`: 1, 2, 3 … in request order; `message`: how many transcript messages were in by then.
+    - `tokens_before`: the compactor's estimate before its trigger ran; `tokens`: after.
+    - `request_tokens`: the projected messages as the counter counts them; `prefix_tokens`: the
+      part of them that the previous request began with, message for message.
+    - `compaction`: index into `ReplayResult.compactions` when one ran before this request.
+    """
+
+    turn: int
+    message: int
+    tokens_before: int
+    tokens: int
+    request_tokens: int
+    prefix_tokens: int
+    compaction: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "message": self.message,
+            "tokens_before": self.tokens_before,
+            "tokens": self.tokens,
+            "request_tokens": self.request_tokens,
+            "prefix_tokens": self.prefix_tokens,
+            "compaction": self.compaction,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayCompaction:
+    """A compaction the automatic trigger ran before request `turn`, with the engine's report."""
+
+    turn: int
+    report: CompactionReport
+
+    @property
+    def saved(self) -> int:
+        return self.report.tokens_before - self.report.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "saved": self.saved, **self.report.to_dict()}
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay saw. Token figures are tokens, not characters.
+
+    `window`, `trigger` and `target` are the budget's, in tokens; `original_tokens` is what the
+    whole transcript would take with no compaction at all.
+    """
+
+    window: int
+    trigger: int
+    target: int
+    messages: int
+    original_tokens: int
+    requests: tuple[Request, ...]
+    compactions: tuple[ReplayCompaction, ...]
+    duration_s: float
+    counter: str
+    summaries: tuple[str, ...] = field(default=())
+
+    @property
+    def summarizer_calls(self) -> int:
+        return sum(c.report.summarizer_calls for c in self.compactions)
+
+    @property
+    def failed_compactions(self) -> int:
+        return sum(1 for c in self.compactions if not c.report.landed or c.report.error)
+
+    @property
+    def peak_tokens(self) -> int:
+        return max((r.tokens for r in self.requests), default=0)
+
+    @property
+    def final_tokens(self) -> int:
+        return self.requests[-1].tokens if self.requests else 0
+
+    @property
+    def requested_tokens(self) -> int:
+        """Tokens sent over the whole run: the sum of every request's size."""
+        return sum(r.request_tokens for r in self.requests)
+
+    @property
+    def reused_tokens(self) -> int:
+        """Of `requested_tokens`, those that repeated the previous request's prefix."""
+        return sum(r.prefix_tokens for r in self.requests)
+
+    @property
+    def cache_reuse(self) -> float:
+        """`reused_tokens / requested_tokens`: the share a prompt cache could serve (0 to 1)."""
+        return self.reused_tokens / self.requested_tokens if self.requested_tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; `docs/cli.md` documents its keys."""
+        return {
+            "window": self.window,
+            "trigger": self.trigger,
+            "target": self.target,
+            "messages": self.messages,
+            "requests": len(self.requests),
+            "original_tokens": self.original_tokens,
+            "peak_tokens": self.peak_tokens,
+            "final_tokens": self.final_tokens,
+            "compactions": [c.to_dict() for c in self.compactions],
+            "failed_compactions": self.failed_compactions,
+            "summarizer_calls": self.summarizer_calls,
+            "requested_tokens": self.requested_tokens,
+            "reused_tokens": self.reused_tokens,
+            "cache_reuse": round(self.cache_reuse, 4),
+            "duration_s": round(self.duration_s, 3),
+            "counter": self.counter,
+            "turns": [r.to_dict() for r in self.requests],
+        }
+
+
+def replay(
+    session: Session,
+    messages: Sequence[Message],
+    compactor: Compactor,
+    *,
+    counter: TokenCounter | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayResult:
+    """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
+
+    `counter` sizes requests for the prefix figures (default: the compactor's counter).
+    `progress`, when given, is called with the number of messages appended after each one.
+
+    >>> from ctxfold.storage import MemoryStore  # doctest: +SKIP
+    >>> result = replay(MemoryStore().session("r"), generate(steps=40), Compactor(budget))
+    >>> result.compactions, result.cache_reuse  # doctest: +SKIP
+    """
+    count = counter or _counter_of(compactor)
+    sizes = _Sizes(count)
+    started = time.perf_counter()
+    requests: list[Request] = []
+    compactions: list[ReplayCompaction] = []
+    previous: list[Message] = []
+    for index, message in enumerate(messages):
+        session.append(message)
+        if progress is not None:
+            progress(1)
+        if not _before_request(messages, index):
+            continue
+        turn = len(requests) + 1
+        before = compactor.estimate(session)
+        report = compactor.maybe_compact(session)
+        slot: int | None = None
+        if report is not None:
+            slot = len(compactions)
+            compactions.append(ReplayCompaction(turn, report))
+        projected = session.messages()
+        requests.append(
+            Request(
+                turn=turn,
+                message=index + 1,
+                tokens_before=before,
+                tokens=compactor.estimate(session) if report is not None else before,
+                request_tokens=sizes.total(projected),
+                prefix_tokens=sizes.total(_common_prefix(previous, projected)),
+                compaction=slot,
+            )
+        )
+        previous = projected
+    budget = compactor.budget
+    return ReplayResult(
+        window=budget.window,
+        trigger=budget.trigger_tokens,
+        target=budget.target_tokens,
+        messages=len(messages),
+        original_tokens=sizes.total(messages),
+        requests=tuple(requests),
+        compactions=tuple(compactions),
+        duration_s=time.perf_counter() - started,
+        counter=str(getattr(count, "name", type(count).__name__)),
+        summaries=tuple(s for c in compactions for s in c.report.summaries),
+    )
+
+
+def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> list[Message]:
+    """The longest run of messages both lists start with."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y and x != y:
+            break
+        n += 1
+    return list(b[:n])
+
+
+class _Sizes:
+    """Per-message token counts, cached: consecutive requests share most of their messages."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        # Keyed by id(); the message is kept alongside so that its id cannot be reused.
+        self.cache: dict[int, tuple[Message, int]] = {}
+
+    def total(self, messages: Sequence[Message]) -> int:
+        out = 0
+        for message in messages:
+            hit = self.cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, self.counter.count_message(message))
+                self.cache[id(message)] = hit
+            out += hit[1]
+        return out
+
+
+def _counter_of(compactor: Compactor) -> TokenCounter:
+    found = getattr(compactor, "counter", None)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    from ctxfold.tokens import counter
+
+    return counter("auto")
+
+
+def _before_request(messages: Sequence[Message], index: int) -> bool:
+    """Whether the model is asked for a reply right after message `index`.
+
+    That is before every assistant message, and once at the end when the transcript stops on a
+    user or tool message (the reply it still owes).
+    """
+    if index + 1 < len(messages):
+        return messages[index + 1].role == "assistant"
+    return messages[index].role != "assistant"
