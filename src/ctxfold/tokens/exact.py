@@ -18,10 +18,11 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import importlib.resources
+import importlib.util
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ctxfold.errors import CtxfoldError, InvalidInputError, MissingDependencyError
@@ -94,24 +95,38 @@ _loaded: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
 
-def _require_dependencies() -> None:
+def _bpe_data_dir() -> Path:
+    """Where bpe-openai keeps its rank files, found without importing it.
+
+    Importing bpe_openai builds its own tokenizers (about a second) and warns about a deprecated
+    resources call; we only need its data files.
+    """
     try:
-        import bpe_openai.data  # noqa: F401
         import tiktoken  # noqa: F401
-    except ImportError as exc:
+
+        spec = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for location in locations:
+        data = Path(location) / "data"
+        if data.is_dir():
+            return data
+    raise MissingDependencyError("exact token counting", "tiktoken and bpe-openai", "exact")
+
+
+def _read_ranks(encoding: str, spec: _Spec, data_dir: Path) -> dict[bytes, int]:
+    path = data_dir / f"{encoding}.tiktoken.gz"
+    if not path.is_file():
         raise MissingDependencyError(
-            "exact token counting", "tiktoken and bpe-openai", "exact"
-        ) from exc
-
-
-def _read_ranks(encoding: str, spec: _Spec) -> dict[bytes, int]:
-    resource = importlib.resources.files("bpe_openai.data").joinpath(f"{encoding}.tiktoken.gz")
-    data = gzip.decompress(resource.read_bytes())
+            f"exact {encoding} counting", "a bpe-openai that ships this encoding", "exact"
+        )
+    data = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(data).hexdigest()
     if digest != spec.sha256:
         raise CtxfoldError(
-            f"the {encoding} rank file shipped with bpe-openai has SHA-256 {digest}, not the "
-            f"published {spec.sha256}; reinstall bpe-openai or count with counter('heuristic')"
+            f"{path} has SHA-256 {digest}, not the published {spec.sha256}; "
+            "reinstall bpe-openai or count with counter('heuristic')"
         )
     ranks: dict[bytes, int] = {}
     # The hash check above already vouches for the format: one "base64-token rank" per line.
@@ -128,7 +143,7 @@ def load_encoding(encoding: str) -> Any:
     Raises `MissingDependencyError` without tiktoken or bpe-openai, and `InvalidInputError` for
     any other encoding name.
     """
-    _require_dependencies()
+    data_dir = _bpe_data_dir()
     spec = _SPECS.get(encoding)
     if spec is None:
         raise InvalidInputError(
@@ -141,7 +156,7 @@ def load_encoding(encoding: str) -> Any:
             _loaded[encoding] = tiktoken.Encoding(
                 encoding,
                 pat_str=spec.pat_str,
-                mergeable_ranks=_read_ranks(encoding, spec),
+                mergeable_ranks=_read_ranks(encoding, spec, data_dir),
                 special_tokens=dict(spec.special_tokens),
             )
         return _loaded[encoding]

@@ -1,9 +1,9 @@
 """A tokenizer-free estimate: four characters to a token, plus a fixed cost per message.
 
 It needs no dependency and no data, so it is always available. It is an estimate (`exact` is
-False) and says so in its name. On English prose and JSON it lands within roughly 10-25% of the
-o200k_base count; dense code and non-Latin scripts take more tokens per character, so the
-estimate runs low there. Budgets leave a reserve for that.
+False) and says so in its name. On the shared agent transcripts its totals come to between 0.77
+and 1.08 times the o200k_base count: it runs low on short, structured messages (ids, numbers,
+JSON) and high on long plain-text tool output. Budgets keep a reserve for that.
 """
 
 from __future__ import annotations

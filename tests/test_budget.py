@@ -1,0 +1,221 @@
+"""Budget: reserve, trigger and target numbers, validation, and the model catalog behind it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ctxfold.errors import BudgetError
+from ctxfold.tokens import MODELS, Budget, ModelInfo, lookup, register
+
+
+def test_a1_gpt_4o_has_a_128k_window() -> None:
+    """A1: Budget.for_model("gpt-4o") has a 128,000-token window and 16,384 max output."""
+    budget = Budget.for_model("gpt-4o")
+    assert budget.window == 128_000
+    assert budget.max_output == 16_384
+
+
+def test_a1_unknown_model_without_a_window_is_a_clear_error() -> None:
+    """A1: an unknown model without window= fails, naming the model and saying what to pass."""
+    with pytest.raises(BudgetError, match=r"'acme-llm-9'.*window="):
+        Budget.for_model("acme-llm-9")
+
+
+def test_unknown_model_with_a_window_works() -> None:
+    """An unknown model is fine once the caller gives the window."""
+    budget = Budget.for_model("acme-llm-9", window=32_000, max_output=2_000)
+    assert (budget.window, budget.reserve_tokens) == (32_000, 2_000)
+
+
+def test_for_model_overrides_win() -> None:
+    """Keyword arguments to for_model replace the catalog's figures."""
+    budget = Budget.for_model("gpt-4o", window=64_000, trigger=0.9, keep_steps=2)
+    assert (budget.window, budget.max_output, budget.trigger, budget.keep_steps) == (
+        64_000,
+        16_384,
+        0.9,
+        2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("window", "max_output", "reserve"),
+    [
+        (128_000, None, 20_000),
+        (128_000, 4_096, 4_096),
+        (400_000, 100_000, 20_000),
+        (30_000, 20_000, 10_000),
+    ],
+)
+def test_a2_reserve_from_max_output(window: int, max_output: int | None, reserve: int) -> None:
+    """A2: unknown max output reserves 20,000; 4,096 reserves 4,096; 100,000 is capped at
+    20,000; window 30,000 with max output 20,000 reserves a third of the window, 10,000."""
+    assert Budget(window, max_output=max_output).reserve_tokens == reserve
+
+
+def test_a2_tiny_window_reserves_at_least_1024() -> None:
+    """A2: window 2,000 with max output 1,000 reserves at least 1,024 tokens."""
+    assert Budget(2_000, max_output=1_000, target=0.3).reserve_tokens >= 1_024
+
+
+def test_a2_explicit_reserve_wins() -> None:
+    """A2: an explicit reserve is used as given, even below the floor or above the max output."""
+    assert Budget(128_000, max_output=4_096, reserve=500).reserve_tokens == 500
+    assert Budget(128_000, max_output=4_096, reserve=30_000).reserve_tokens == 30_000
+
+
+def test_a3_trigger_fraction_fires_at_102400() -> None:
+    """A3: trigger 0.8 on a 128,000 window fires at 102,400 tokens, not before."""
+    budget = Budget(128_000, trigger=0.8)
+    assert budget.trigger_tokens == 102_400
+    assert not budget.should_compact(102_399)
+    assert budget.should_compact(102_400)
+
+
+def test_a3_reserve_mode_fires_at_120000() -> None:
+    """A3: with no trigger, window 128,000 and max output 8,000 fire at 120,000 tokens."""
+    budget = Budget(128_000, max_output=8_000)
+    assert budget.trigger_tokens == 120_000
+    assert not budget.should_compact(119_999)
+    assert budget.should_compact(120_000)
+
+
+def test_target_is_a_fraction_or_a_token_count() -> None:
+    """target <= 1 is a fraction of the window; a larger number is a token count."""
+    assert Budget(100_000).target_tokens == 40_000
+    assert Budget(100_000, target=0.25).target_tokens == 25_000
+    assert Budget(100_000, target=30_000).target_tokens == 30_000
+
+
+@pytest.mark.parametrize(
+    ("trigger", "target"),
+    [(0.5, 0.5), (0.5, 0.6), (0.8, 0.0), (0.8, -0.1), (0.0, 0.4), (1.2, 0.4), (-0.5, 0.4)],
+)
+def test_b12_trigger_and_target_fractions_are_validated(trigger: float, target: float) -> None:
+    """B12: anything but 0 < target < trigger <= 1 is a ValueError naming the bad value."""
+    with pytest.raises(ValueError, match=r"target|trigger"):
+        Budget(128_000, trigger=trigger, target=target)
+
+
+def test_b12_valid_fractions_are_accepted() -> None:
+    """B12: target just below trigger, and trigger of exactly 1, are fine."""
+    budget = Budget(128_000, trigger=1.0, target=0.99)
+    assert budget.trigger_tokens == 128_000
+
+
+def test_target_above_the_reserve_trigger_point_is_an_error() -> None:
+    """A target at or over the trigger point could never be reached usefully, so it is refused."""
+    with pytest.raises(BudgetError, match="below the trigger point"):
+        Budget(128_000, max_output=8_000, target=120_000)
+    with pytest.raises(BudgetError, match="below the trigger point"):
+        Budget(10_000, max_output=4_000, target=0.9)
+
+
+@pytest.mark.parametrize("window", [0, -1, -128_000])
+def test_l12_zero_or_negative_window_is_an_error(window: int) -> None:
+    """L12: a zero or negative window is an error, not a silent "off"."""
+    with pytest.raises(BudgetError, match=rf"window.*{window}.*pass no budget"):
+        Budget(window)
+
+
+def test_window_smaller_than_its_reserve_is_an_error() -> None:
+    """A window the reserve swallows whole is refused with a hint to pass reserve= or trigger=."""
+    with pytest.raises(BudgetError, match=r"reserve=.*trigger="):
+        Budget(1_000)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("keep_steps", -1),
+        ("keep_recent_tokens", -5),
+        ("min_messages", -1),
+        ("reserve", -1),
+        ("max_output", 0),
+        ("window", 1.5),
+    ],
+)
+def test_negative_settings_are_errors(field: str, value: float) -> None:
+    """Negative counts, a zero max output or a fractional window are refused, naming the field."""
+    fields: dict[str, object] = {"window": 128_000, field: value}
+    with pytest.raises(BudgetError, match=field):
+        Budget(**fields)  # type: ignore[arg-type]
+
+
+def test_budget_is_frozen_and_revalidated_on_replace() -> None:
+    """A budget cannot be changed in place; a replaced copy is validated again."""
+    budget = Budget(128_000)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        budget.window = 1  # type: ignore[misc]
+    with pytest.raises(BudgetError):
+        dataclasses.replace(budget, window=0)
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("gpt-4o", "gpt-4o"),
+        ("GPT-4o", "gpt-4o"),
+        ("openai/gpt-4o", "gpt-4o"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("gpt-4.1-nano-2025-04-14", "gpt-4.1-nano"),
+        ("anthropic/claude-3.7-sonnet:thinking", "claude-3-7-sonnet"),
+        ("claude-opus-4-1-20250805", "claude-opus-4-1"),
+        ("claude-opus-4-20250514", "claude-opus-4"),
+        ("claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("models/gemini-2.5-flash-lite", "gemini-2.5-flash-lite"),
+        ("gemini-3-pro-preview", "gemini-3-pro"),
+        ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.3-70b"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+        ("mistral-large-latest", "mistral-large"),
+        ("deepseek-reasoner", "deepseek-reasoner"),
+    ],
+)
+def test_lookup_finds_prefixed_and_dated_names(name: str, canonical: str) -> None:
+    """Provider prefixes, case, router spellings and dated snapshots resolve to the model."""
+    info = lookup(name)
+    assert info is not None
+    assert info.name == canonical
+
+
+def test_lookup_does_not_guess_unknown_models() -> None:
+    """A name that matches nothing gives None rather than a neighbour's figures."""
+    assert lookup("totally-new-model") is None
+    assert lookup("gpt-4o") is not lookup("gpt-4o-mini")
+
+
+def test_catalog_covers_the_main_families() -> None:
+    """Every family users run agents on has an entry with a positive window."""
+    for name in [
+        "gpt-4o", "gpt-4o-mini", "gpt-4.1", "o1", "o3", "o4-mini", "gpt-5", "gpt-5-mini",
+        "claude-3-5-sonnet", "claude-3-7-sonnet", "claude-sonnet-4", "claude-opus-4",
+        "claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5",
+        "gemini-1.5-pro", "gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash",
+        "deepseek-chat", "deepseek-reasoner", "llama-3.1-405b", "llama-3.3-70b", "llama-4-maverick",
+        "qwen2.5-72b", "qwen3-235b-a22b", "mistral-large", "mistral-small", "codestral",
+    ]:  # fmt: skip
+        info = MODELS[name]
+        assert info.window > 0
+        assert info.max_output is None or 0 < info.max_output <= info.window
+
+
+def test_register_adds_a_model_budgets_can_use() -> None:
+    """A registered model is found under its name, aliases, prefixes and snapshots."""
+    info = ModelInfo("ctxfold-test-model", window=50_000, max_output=5_000, provider="test")
+    register(info, aliases=["ctxfold-test-alias"])
+    try:
+        assert lookup("acme/ctxfold-test-model-2030-01-01") is info
+        assert lookup("ctxfold-test-alias") is info
+        assert Budget.for_model("ctxfold-test-model").trigger_tokens == 45_000
+    finally:
+        MODELS.pop("ctxfold-test-model")
+        MODELS.pop("ctxfold-test-alias")
+
+
+def test_model_info_rejects_a_non_positive_window() -> None:
+    """A catalog entry with a zero window is refused when it is created."""
+    with pytest.raises(ValueError, match="window"):
+        ModelInfo("broken", window=0)
