@@ -1,0 +1,359 @@
+"""`ExtractiveSummarizer`: ctxfold's default summarizer, with no model and no network.
+
+It writes the five sections from the stretch itself: the user's requests quoted, the assistant's
+statements of choice, one line per tool call with its outcome, every identifier verbatim, and what
+is still open. Earlier summaries in the stretch are folded in section by section, which is what
+lets summaries be combined. The output is deterministic and fits the request's token budget,
+giving up the least useful lines first (old successful calls, then old decisions), identifiers
+last.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.identifiers import (
+    MAX_IDENTIFIER_CHARS,
+    PRIORITY,
+    approximate_tokens,
+    extract_identifiers,
+    kind_of,
+)
+from ctxfold.summarizers.prompt import parse_sections, render_sections
+from ctxfold.summarizers.record import read_outcome
+
+QUOTE_CHARS = 200
+"""A quoted request or statement is cut after this many characters."""
+
+_SHELL_KEYS = ("command", "cmd", "script")
+_MARKUP = re.compile(r"^\s*(?:</?[\w:-]+[^>]*>|```\w*|[-=#*_]{3,})\s*$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n+")
+_DECISION = re.compile(
+    r"\b(?:decid\w*|chose|choos\w*|instead|rather than|because|so that|ruled out|won't|"
+    r"will not|(?:do|does) not need|the (?:fix|solution|approach|issue|problem|cause|bug) "
+    r"(?:is|was|will be|seems)|root cause|I will use|I'll use|opt(?:ed)? (?:to|for)|"
+    r"confirm(?:ed|s)?)\b",
+    re.IGNORECASE,
+)
+_PLAN = re.compile(
+    r"\b(?:I'll|I will|I'm going to|I am going to|let's|let me|next,? I|now,? I|I need to|"
+    r"we need to|next step|plan(?:ning)? to|then I)\b",
+    re.IGNORECASE,
+)
+_FAILED_TEST = re.compile(r"^FAILED[ \t]+(\S+)", re.MULTILINE)
+_PASSED_TEST = re.compile(r"^(\S+::\S+)[ \t]+PASSED|^PASSED[ \t]+(\S+)", re.MULTILINE)
+
+
+@dataclass
+class _Work:
+    text: str
+    failed: bool
+
+
+@dataclass
+class _Draft:
+    objective: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    work: list[_Work] = field(default_factory=list)
+    outstanding_old: list[str] = field(default_factory=list)
+    outstanding: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    hidden_work: int = 0
+    hidden_failed: int = 0
+
+    def sections(self) -> dict[str, list[str]]:
+        work = [w.text for w in self.work]
+        if self.hidden_work:
+            failed = f", {self.hidden_failed} of them failed" if self.hidden_failed else ""
+            work.insert(0, f"… {self.hidden_work} earlier tool calls not listed{failed}")
+        body = {
+            "Objective": self.objective,
+            "Decisions": self.decisions,
+            "Work done": work,
+            "Outstanding": self.outstanding_old + self.outstanding,
+        }
+        shown = "\n".join(item for items in body.values() for item in items)
+        # An identifier already quoted verbatim in another section is not listed twice; when that
+        # line is trimmed away, the identifier comes back here.
+        listed: list[str] = []
+        for identifier in self.identifiers:
+            if identifier not in shown and not any(identifier in other for other in listed):
+                listed.append(identifier)
+        return {**body, "Identifiers": listed}
+
+
+class ExtractiveSummarizer:
+    """Summarizes a stretch without a model: deterministic, offline, free.
+
+    - `max_tokens`: an upper bound on every summary, in tokens (default: only the request's
+      `max_tokens` applies).
+    - `count`: counts tokens of a text; default `approximate_tokens` (characters / 3);
+      pass the compactor's counter for an exact fit.
+
+    When the request says how big the stretch is (`request.tokens`), the summary is also kept
+    under half of that, so that it is always clearly smaller than what it replaces; when even
+    the five empty sections do not fit, it declines (text None) with a note.
+
+    >>> from ctxfold.summarizers.prompt import build_request
+    >>> from ctxfold.messages import Message
+    >>> result = ExtractiveSummarizer()(build_request([Message("user", "rename src/a.py")]))
+    >>> result.text.splitlines()[:2]
+    ['## Objective', '- "rename src/a.py"']
+    """
+
+    def __init__(
+        self, max_tokens: int | None = None, count: Callable[[str], int] | None = None
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.count = count or approximate_tokens
+
+    def __repr__(self) -> str:
+        return f"ExtractiveSummarizer(max_tokens={self.max_tokens})"
+
+    def __call__(self, request: SummaryRequest) -> SummaryResult:
+        budget = request.max_tokens
+        if self.max_tokens is not None:
+            budget = min(budget, self.max_tokens)
+        if request.tokens > 0:
+            budget = min(budget, request.tokens // 2)
+        draft = _read(request)
+        text = _fit(draft, budget, self.count)
+        if text is None:
+            note = f"extractive: {budget} tokens cannot hold even the empty sections; declined"
+            return SummaryResult(None, model="extractive", calls=1, notes=(note,))
+        return SummaryResult(text, model="extractive", output_tokens=self.count(text), calls=1)
+
+
+def _read(request: SummaryRequest) -> _Draft:
+    draft = _Draft()
+    messages = request.messages
+    open_calls: dict[str, list[int]] = {}
+    last_run: dict[str, _Work] = {}
+    failing_tests: dict[str, None] = {}
+    plan: str | None = None
+    for index, message in enumerate(messages):
+        if index in request.synthetic:
+            _fold(draft, message.text)
+        elif message.role == "user":
+            quote = _quote(message.text)
+            if quote and quote not in draft.objective:
+                draft.objective.append(quote)
+        elif message.role == "assistant":
+            for sentence in _sentences(message.text):
+                if _is_decision(sentence) and _clip(sentence) not in draft.decisions:
+                    draft.decisions.append(_clip(sentence))
+                if _PLAN.search(sentence):
+                    plan = sentence
+            for call in message.tool_calls:
+                work = _Work(_gist(call.name, call.arguments), failed=False)
+                open_calls.setdefault(call.id, []).append(len(draft.work))
+                draft.work.append(work)
+        elif message.role == "tool":
+            waiting = open_calls.get(message.tool_call_id or "")
+            if not waiting:
+                continue
+            work = draft.work[waiting.pop(0)]
+            outcome = read_outcome(message.text)
+            work.failed = outcome.failed
+            if outcome.failed:
+                work.text += f" → failed: {outcome.error}"
+            elif not message.text.strip():
+                work.text += " → no output"
+            elif outcome.lines <= 3 and outcome.exit_code is None:
+                work.text += f" → {_clip(message.text, 100)}"
+            else:
+                status = f"exit {outcome.exit_code}, " if outcome.exit_code is not None else ""
+                work.text += f" → {status}{outcome.lines:,} lines of output"
+            last_run[work.text.split(" → ")[0]] = work
+            for test in _FAILED_TEST.findall(message.text):
+                failing_tests[test] = None
+            for passed in _PASSED_TEST.findall(message.text):
+                for test in passed:
+                    failing_tests.pop(test, None)
+    for waiting in open_calls.values():
+        for position in waiting:
+            draft.outstanding.append(f"no result yet: {draft.work[position].text}")
+    for gist, work in last_run.items():
+        if work.failed:
+            draft.outstanding.append(f"last run failed: {gist}")
+    draft.outstanding.extend(f"failing test: {test}" for test in failing_tests)
+    if plan:
+        draft.outstanding.append(f'last stated plan: "{_clip(plan)}"')
+    identifiers = list(dict.fromkeys([*draft.identifiers, *request.identifiers]))
+    if not request.identifiers:
+        identifiers = list(dict.fromkeys([*identifiers, *extract_identifiers(messages)]))
+    draft.identifiers = sorted(identifiers, key=_rank_key(identifiers))
+    return draft
+
+
+def _rank_key(identifiers: list[str]) -> Callable[[str], tuple[int, int]]:
+    order = {identifier: i for i, identifier in enumerate(identifiers)}
+    return lambda identifier: (PRIORITY.index(kind_of(identifier)), order[identifier])
+
+
+def _fold(draft: _Draft, text: str) -> None:
+    """Merge an earlier summary (or note) into the draft, section by section."""
+    sections = parse_sections(text)
+    if not sections:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        note = next((line for line in lines if not line.startswith("[ctxfold")), None)
+        if note:
+            draft.work.append(_Work(_clip(note), failed=False))
+        return
+    for item in sections.get("Objective", []):
+        if item not in draft.objective:
+            draft.objective.append(item)
+    for item in sections.get("Decisions", []):
+        if item not in draft.decisions:
+            draft.decisions.append(item)
+    for item in sections.get("Work done", []):
+        draft.work.append(_Work(item, failed="fail" in item.lower()))
+    draft.identifiers.extend(sections.get("Identifiers", []))
+    draft.outstanding_old.extend(
+        item for item in sections.get("Outstanding", []) if item not in draft.outstanding_old
+    )
+
+
+def _is_decision(sentence: str) -> bool:
+    # Questions and requests to the user are not choices made, even when they say "confirm".
+    if sentence.endswith("?") or sentence.lower().startswith(("please", "could you", "can you")):
+        return False
+    return _DECISION.search(sentence) is not None
+
+
+def _gist(name: str, arguments: str) -> str:
+    """A call in a few words: a shell command verbatim (when short enough to be an identifier),
+    otherwise ``name(key=value, ...)`` with each value cut short."""
+    command = _command(arguments)
+    if command is not None:
+        first = command.strip().split("\n", 1)[0].strip()
+        if len(first) <= MAX_IDENTIFIER_CHARS:
+            more = " (multi-line)" if "\n" in command.strip() else ""
+            return f"{name}: `{first}`{more}"
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return _clip(f"{name}({arguments})", 160)
+    if not isinstance(parsed, dict):
+        return _clip(f"{name}({arguments})", 160)
+    values = ", ".join(
+        f"{key}={_clip(json.dumps(value, ensure_ascii=False), 60)}" for key, value in parsed.items()
+    )
+    return _clip(f"{name}({values})", 200)
+
+
+def _command(arguments: str) -> str | None:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    if isinstance(parsed, dict):
+        for key in _SHELL_KEYS:
+            value = parsed.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
+
+
+def _quote(text: str) -> str:
+    """The first meaningful lines of a message, quoted and cut at `QUOTE_CHARS`."""
+    lines = [line.strip() for line in text.splitlines()]
+    kept = [line for line in lines if line and not _MARKUP.match(line)]
+    joined = " ".join(kept)
+    return f'"{_clip(joined)}"' if joined else ""
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for piece in _SENTENCE.split(text):
+        piece = piece.strip()
+        if piece.startswith("```") or len(piece) < 12 or _MARKUP.match(piece):
+            continue
+        out.append(re.sub(r"^(?:THOUGHT|Thought|PLAN|Plan):\s*", "", piece))
+    return out
+
+
+def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
+    """Render the draft, giving up the least useful lines until it fits `budget` tokens."""
+
+    def fits() -> bool:
+        return count(render_sections(draft.sections())) <= budget
+
+    if fits():
+        return render_sections(draft.sections())
+    steps: list[Callable[[], bool]] = [
+        lambda: _drop_work(draft, keep=3, failed=False),
+        lambda: _drop_oldest(draft.decisions, keep=3),
+        lambda: _drop_oldest(draft.outstanding_old, keep=0),
+        lambda: _drop_middle(draft.objective),
+        lambda: _drop_work(draft, keep=1, failed=True),
+        lambda: _drop_oldest(draft.decisions, keep=0),
+        lambda: _drop_work(draft, keep=0, failed=True),
+        lambda: _shorten(draft.objective, 80),
+        lambda: _drop_oldest(draft.outstanding, keep=1),
+        lambda: _drop_oldest(draft.objective, keep=1),
+        lambda: _drop_last(draft.identifiers),
+        lambda: _drop_oldest(draft.outstanding, keep=0),
+        lambda: _drop_oldest(draft.objective, keep=0),
+    ]
+    for step in steps:
+        while step():
+            if fits():
+                return render_sections(draft.sections())
+    if draft.hidden_work:
+        draft.hidden_work = 0  # even the "… N calls not listed" line is too much
+        if fits():
+            return render_sections(draft.sections())
+    return None
+
+
+def _drop_work(draft: _Draft, keep: int, failed: bool) -> bool:
+    """Give up the oldest work line (a successful one unless `failed`), keeping `keep` lines."""
+    if len(draft.work) <= keep:
+        return False
+    for position, work in enumerate(draft.work[: len(draft.work) - keep]):
+        if failed or not work.failed:
+            del draft.work[position]
+            draft.hidden_work += 1
+            draft.hidden_failed += work.failed
+            return True
+    return False
+
+
+def _drop_oldest(items: list[str], keep: int) -> bool:
+    if len(items) <= keep:
+        return False
+    del items[0]
+    return True
+
+
+def _drop_middle(items: list[str]) -> bool:
+    """Keep the first request (what started it all) and the latest, give up the ones between."""
+    if len(items) <= 2:
+        return False
+    del items[1]
+    return True
+
+
+def _drop_last(items: list[str]) -> bool:
+    if not items:
+        return False
+    items.pop()
+    return True
+
+
+def _shorten(items: list[str], limit: int) -> bool:
+    for position, item in enumerate(items):
+        if len(item) > limit:
+            items[position] = _clip(item, limit - 1) + ('"' if item.startswith('"') else "")
+            return True
+    return False

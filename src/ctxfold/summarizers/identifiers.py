@@ -1,0 +1,380 @@
+"""Identifiers: the strings a summary must carry verbatim, found and then checked.
+
+`extract_identifiers` finds paths, URLs, ids, hashes, shell commands and error strings in a stretch
+of history; `verify` checks that a summary still holds them and appends the missing ones to its
+``## Identifiers`` section, within a token budget. An identifier is always a verbatim substring of
+the text it came from, so "is it still there" is a plain substring test.
+
+>>> extract_identifiers("TypeError: bad operand\\nsee astropy/io/fits/header.py:345 and #1234")
+['TypeError: bad operand', 'astropy/io/fits/header.py:345', '#1234']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ctxfold.messages import Message
+
+Kind = Literal["error", "path", "command", "url", "id", "hash"]
+PRIORITY: tuple[Kind, ...] = ("error", "path", "command", "url", "id", "hash")
+"""Which identifiers `verify` restores first when the budget cannot take them all."""
+
+# Longer than this, an error line or a command stops being an identifier and becomes prose; the
+# first line or the first part is kept instead (still a verbatim substring of the source).
+MAX_IDENTIFIER_CHARS = 300
+# A tool output with more paths and ids than this is a listing (see `_unless_listing`).
+LISTING_LIMIT = 25
+
+_ERROR_LINE = re.compile(
+    r"^[ \t]*(?:E[ \t]+)?("
+    r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)(?::[ \t].*)?"
+    r"|(?:error|Error|ERROR|fatal|FATAL|panic)(?:\[[^\]\n]*\])?:[ \t]+\S.*"
+    r"|(?:FAILED|ERROR)[ \t]+\S+.*"
+    r"|\S[^\n]*?:[ \t]+(?:command not found|No such file or directory|Permission denied)"
+    r")[ \t]*$",
+    re.MULTILINE,
+)
+_PROMPT_LINE = re.compile(r"^[ \t]*\$[ \t]+(\S[^\n]*?)[ \t]*$", re.MULTILINE)
+_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`\]\[)(]+")
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+_EMAIL = re.compile(r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
+_WINDOWS_PATH = re.compile(
+    r"\b[A-Za-z]:\\(?:[^\\\s:*?\"'<>|,;()]+\\)*[^\\\s:*?\"'<>|,;()]*(?::\d+)?"
+)
+_UNIX_PATH = re.compile(
+    r"(?<![\w/.~-])(?:~|\.{1,2})?/?(?:[\w@+.-]+/)+[\w@+.-]+/?(?::\d+(?::\d+)?)?"
+    r"|(?<![\w/.~-])/[\w@+-][\w@+.-]*(?::\d+)?"
+)
+_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
+_TICKET = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
+_CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b")
+_ISSUE = re.compile(r"(?<![\w&#])#\d{1,7}\b")
+_SNAKE_ID = re.compile(r"\b[A-Za-z][A-Za-z0-9-]*_[\w-]*")
+_FILE_NAME = re.compile(
+    r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|ipynb|js|mjs|ts|tsx|jsx|json|yaml|yml|toml|cfg"
+    r"|ini|md|rst|txt|c|h|cc|cpp|hpp|go|rs|java|kt|rb|php|sh|sql|html|css|xml|csv|lock|log)"
+    r"(?::\d+)?\b(?![\w/-])"
+)
+# Spans that look like identifiers but are not: timestamps (their pieces read as codes) and sed
+# expressions (s/old/new/ reads as a path).
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+_SED = re.compile(r"(?<![\w/.])\d*(?:,\d*)?s/(?:[^/\n\\]|\\.)*/(?:[^/\n\\]|\\.)*/[gIip0-9]*")
+_HASH = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+_SHELL_TOOLS = frozenset(
+    {"bash", "shell", "sh", "zsh", "terminal", "run", "exec", "execute", "run_command",
+     "execute_command", "run_shell_command", "shell_command", "execute_bash", "cmd", "powershell"}
+)  # fmt: skip
+_COMMAND_KEYS = ("command", "cmd", "script")
+_ID_KEY = re.compile(r"(?:^|_)(?:id|ids|number|code|key|ref|sha|hash)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """One identifier and what kind it is."""
+
+    text: str
+    kind: Kind
+
+
+def find_identifiers(source: str | Message | Iterable[Message]) -> list[Identifier]:
+    """Every identifier in `source`, in order of first appearance, without duplicates.
+
+    For messages, tool calls come before the message text (a command is read where it was run),
+    and tool call ids count as ids.
+    """
+    seen: set[str] = set()
+    out: list[Identifier] = []
+    for found in _scan(source):
+        if found.text not in seen:
+            seen.add(found.text)
+            out.append(found)
+    return out
+
+
+def extract_identifiers(source: str | Message | Iterable[Message]) -> list[str]:
+    """Paths, URLs, ids, hashes, commands and error strings of `source`, ordered and deduplicated.
+
+    `source` is a text, a message or a sequence of messages (then tool call arguments and call
+    ids count too). Plain words and bare numbers are never identifiers.
+    """
+    return [found.text for found in find_identifiers(source)]
+
+
+def error_lines(text: str) -> list[str]:
+    """The error strings of `text` (exception lines, ``error: ...``, ``FAILED ...``), in order."""
+    return [match.group(1)[:MAX_IDENTIFIER_CHARS].rstrip() for match in _ERROR_LINE.finditer(text)]
+
+
+def kind_of(identifier: str) -> Kind:
+    """The kind an identifier found alone would have (what `verify` uses to order them)."""
+    found = find_identifiers(identifier)
+    if found and found[0].text == identifier:
+        return found[0].kind
+    return "command" if " " in identifier else "id"
+
+
+def _scan(source: str | Message | Iterable[Message]) -> Iterator[Identifier]:
+    if isinstance(source, str):
+        yield from _scan_text(source)
+        return
+    messages = [source] if isinstance(source, Message) else source
+    for message in messages:
+        for call in message.tool_calls:
+            yield from _scan_call(call.name, call.arguments)
+            yield Identifier(call.id, "id")
+        found = list(_scan_text(message.text))
+        if message.role == "tool":
+            found = _unless_listing(found)
+        yield from found
+
+
+def _unless_listing(found: list[Identifier]) -> list[Identifier]:
+    """A tool output naming dozens of paths or ids is a listing (ls -R, a search, a table); its
+    entries are what the agent looked through, not what it needs to remember, so only its error
+    strings, URLs, commands and hashes are kept."""
+    if sum(1 for f in found if f.kind in ("path", "id")) <= LISTING_LIMIT:
+        return found
+    return [f for f in found if f.kind not in ("path", "id")]
+
+
+def _scan_call(name: str, arguments: str) -> Iterator[Identifier]:
+    try:
+        parsed: Any = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        yield from _scan_text(arguments)
+        return
+    shell = name.lower() in _SHELL_TOOLS
+    for key, value in parsed.items():
+        if not isinstance(value, str):
+            for text in _strings(value):
+                yield from _scan_text(text)
+            continue
+        if shell or key.lower() in _COMMAND_KEYS:
+            command = _first_line(value)
+            if command:
+                yield Identifier(command, "command")
+        elif _ID_KEY.search(key) and 0 < len(value) <= 80 and not any(c.isspace() for c in value):
+            yield Identifier(value, "id")
+        yield from _scan_text(value)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().split("\n", 1)[0].strip()
+    return line[:MAX_IDENTIFIER_CHARS].rstrip()
+
+
+def _scan_text(text: str) -> Iterator[Identifier]:
+    if not text:
+        return
+    hits: list[tuple[int, Identifier]] = []
+    for match in _ERROR_LINE.finditer(text):
+        line = match.group(1)[:MAX_IDENTIFIER_CHARS].rstrip()
+        hits.append((match.start(1), Identifier(line, "error")))
+    for match in _PROMPT_LINE.finditer(text):
+        hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
+    # Shorter patterns must not find pieces of longer ones (a path inside a URL, a hash inside a
+    # UUID), so each claimed span hides what lies inside it from the patterns after it.
+    claimed: list[tuple[int, int]] = []
+    for pattern, kind, accept in _SPAN_PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(s < end and start < e for s, e in claimed):
+                continue
+            value = accept(match.group(0))
+            if value is None:
+                continue
+            claimed.append((start, start + len(value)))
+            if kind is not None:
+                hits.append((start, Identifier(value, kind)))
+    hits.sort(key=lambda hit: hit[0])
+    for _, found in hits:
+        yield found
+
+
+def _url(value: str) -> str | None:
+    value = value.rstrip(".,;:!?'\"")
+    return value if len(value) > 10 else None
+
+
+def _path(value: str) -> str | None:
+    value = value.rstrip(".,;")
+    bare = _LINE_SUFFIX.sub("", value).rstrip("/")
+    parts = [p for p in bare.split("/") if p and p not in (".", "..", "~")]
+    if not parts or all(p.replace(".", "").replace("-", "").isdigit() for p in parts):
+        return None  # dates and fractions such as 2024/05/15 or 1/2
+    anchored = bare.startswith(("/", "./", "../", "~/"))
+    has_extension = re.search(r"\.[A-Za-z][\w]{0,7}$", parts[-1]) is not None
+    if anchored and (len(parts) >= 2 or has_extension or value != bare):
+        return value
+    if len(parts) >= 3 or (len(parts) >= 2 and has_extension):
+        return value
+    return None  # "and/or", "get/set_x", "text/plain": words, not places
+
+
+def _any(value: str) -> str | None:
+    return value
+
+
+def _snake_id(value: str) -> str | None:
+    # Only names that carry a number: user_42, call_7MqM, gift_card_3481935; never plain words.
+    value = value.rstrip("-_")
+    if "_" not in value or not any(c.isdigit() for c in value) or len(value) < 5:
+        return None
+    if re.fullmatch(r"[\d_-]+", value) or re.fullmatch(r"\d+(?:[-_]\d+)*[A-Za-z]*", value):
+        return None
+    return value
+
+
+def _hash(value: str) -> str | None:
+    has_digit = any(c.isdigit() for c in value)
+    has_letter = any(c.isalpha() for c in value)
+    return value if has_digit and has_letter else None
+
+
+def _skip(value: str) -> str | None:
+    return value
+
+
+_SPAN_PATTERNS: tuple[tuple[re.Pattern[str], Kind | None, Callable[[str], str | None]], ...] = (
+    (_URL, "url", _url),
+    (_TIMESTAMP, None, _skip),
+    (_SED, None, _skip),
+    (_UUID, "id", _any),
+    (_EMAIL, "id", _any),
+    (_WINDOWS_PATH, "path", _any),
+    (_UNIX_PATH, "path", _path),
+    (_FILE_NAME, "path", _any),
+    (_TICKET, "id", _any),
+    (_HASH, "hash", _hash),
+    (_CODE, "id", _any),
+    (_ISSUE, "id", _any),
+    (_SNAKE_ID, "id", _snake_id),
+)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What `verify` found and did.
+
+    - `text`: the summary, with missing identifiers appended to its ``## Identifiers`` section;
+    - `kept`: how many of the identifiers the final text holds verbatim;
+    - `added`: the identifiers that were appended;
+    - `left_out`: the identifiers still missing because the budget could not take them.
+    """
+
+    text: str
+    kept: int
+    added: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+def approximate_tokens(text: str) -> int:
+    """A tokenizer-free estimate, characters / 3 rounded up: what ctxfold's summarizer side uses
+    when no counter is given. It is close to o200k and cl100k counts for code, paths and ids
+    (prose takes fewer tokens); pass a real counter where the budget must be exact."""
+    return (len(text) + 2) // 3
+
+
+def verify(
+    summary_text: str,
+    identifiers: Sequence[str],
+    max_tokens: int,
+    count: Callable[[str], int] = approximate_tokens,
+) -> Verification:
+    """Make sure `summary_text` holds every identifier verbatim, as far as `max_tokens` allows.
+
+    Missing identifiers are appended, one bullet each and never shortened, to the summary's
+    ``## Identifiers`` section (created before ``## Outstanding``, or at the end, when absent).
+    `max_tokens` bounds what may be added, as measured by `count`. Error strings come first, then
+    paths, commands, URLs, ids and hashes; one that does not fit is left out whole and the next
+    is tried.
+
+    >>> v = verify("## Identifiers\\n- nothing", ["src/app.py:12"], max_tokens=50)
+    >>> (v.text, v.added)
+    ('## Identifiers\\n- src/app.py:12', ['src/app.py:12'])
+    """
+    missing = [i for i in dict.fromkeys(identifiers) if i and i not in summary_text]
+    if not missing:
+        return Verification(summary_text, _present(summary_text, identifiers))
+    ranked = sorted(
+        enumerate(missing), key=lambda item: (PRIORITY.index(kind_of(item[1])), item[0])
+    )
+    lines, insert_at, header = _identifier_slot(summary_text)
+    spent = count(header + "\n") if header else 0
+    added: list[str] = []
+    left_out: list[str] = []
+    joined = summary_text
+    for _, identifier in ranked:
+        if identifier in joined:
+            continue  # a longer identifier just added holds this one
+        cost = count(f"- {identifier}\n")
+        if "\n" in identifier or spent + cost > max_tokens:
+            left_out.append(identifier)
+            continue
+        spent += cost
+        added.append(identifier)
+        joined = f"{joined}\n{identifier}"
+    if not added:
+        return Verification(summary_text, _present(summary_text, identifiers), [], left_out)
+    block = ([header] if header else []) + [f"- {identifier}" for identifier in added]
+    text = "\n".join([*lines[:insert_at], *block, *lines[insert_at:]])
+    left_out = [i for i in left_out if i not in text]
+    return Verification(text, _present(text, identifiers), added, left_out)
+
+
+def _present(text: str, identifiers: Sequence[str]) -> int:
+    return sum(1 for identifier in dict.fromkeys(identifiers) if identifier and identifier in text)
+
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+_EMPTY = re.compile(r"^\s*(?:[-*]\s*)?\(?(?:nothing|none|n/a)\)?\.?\s*$", re.IGNORECASE)
+
+
+def _identifier_slot(text: str) -> tuple[list[str], int, str]:
+    """Split `text` into lines and find where new identifier bullets go.
+
+    Returns the lines (with a "nothing" placeholder of the section removed), the index to insert
+    at, and the heading to insert too ("" when the section exists).
+    """
+    lines = text.split("\n")
+    headings = [(i, m.group(1).strip().lower()) for i, line in enumerate(lines)
+                if (m := _HEADING.match(line))]  # fmt: skip
+    for position, (index, name) in enumerate(headings):
+        if name != "identifiers":
+            continue
+        end = headings[position + 1][0] if position + 1 < len(headings) else len(lines)
+        body = [i for i in range(index + 1, end) if lines[i].strip()]
+        if len(body) == 1 and _EMPTY.match(lines[body[0]]):
+            del lines[body[0]]
+            end -= 1
+        while end > index + 1 and not lines[end - 1].strip():
+            end -= 1
+        return lines, end, ""
+    for index, name in headings:
+        if name == "outstanding":
+            return lines, index, "## Identifiers"
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines, len(lines), "## Identifiers"
