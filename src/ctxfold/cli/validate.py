@@ -71,21 +71,22 @@ def _report(transcript: Transcript, problems: list[Problem]) -> int:
 
 
 def _repair(transcript: Transcript, before: list[Problem], provider: str, output: Path) -> None:
-    fixed = repair(transcript.messages)
-    left = [p for p in find_problems(fixed, provider) if p.severity == "error"]  # type: ignore[arg-type]
+    repaired = repair(transcript.messages)
+    left = [p for p in find_problems(repaired, provider) if p.severity == "error"]  # type: ignore[arg-type]
     if left:
         # Repair handles pairing problems only; what is left needs a person.
-        _report(Transcript(output, fixed, transcript.format, None), left)
+        _report(Transcript(output, repaired, transcript.format, None), left)
         click.echo(
-            f"ctxfold: error: {_plural(len(left), 'problem')} remain after repair; {output} not written",
+            f"ctxfold: error: {_plural(len(left), 'problem')} remain after repair; "
+            f"{output} not written",
             err=True,
         )
         sys.exit(1)
-    write_jsonl(output, fixed, format=transcript.format)
-    fixed_count = sum(1 for p in before if p.severity == "error")
+    write_jsonl(output, repaired, format=transcript.format)
+    fixed = _plural(sum(1 for p in before if p.severity == "error"), "problem")
     click.echo(
-        f"{transcript.path}: {_plural(fixed_count, 'problem')} repaired ({len(transcript.messages)} -> "
-        f"{len(fixed)} messages); wrote {output}, valid for {provider}"
+        f"{transcript.path}: {fixed} repaired ({len(transcript.messages)} -> "
+        f"{len(repaired)} messages); wrote {output}, valid for {provider}"
     )
 
 
