@@ -63,8 +63,11 @@ SCRIPT = """
   function y(tokens) { return T + (H - T - B) * (1 - tokens / top); }
   el("line", {class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B});
   el("line", {class: "axis", x1: L, y1: T, x2: L, y2: H - B});
-  for (var i = 0; i <= 4; i++) {
-    var v = Math.round(top * i / 4);
+  // Round tick steps (1, 2, 2.5 or 5 times a power of ten), about four of them.
+  var raw = top / 4, mag = Math.pow(10, Math.floor(Math.log10(raw))), tick = 10 * mag;
+  [1, 2, 2.5, 5].forEach(function (f) { if (f * mag >= raw && f * mag < tick) { tick = f * mag; } });
+  for (var v = 0; v <= top; v += tick) {
+    el("line", {class: "axis", x1: L - 3, x2: L, y1: y(v), y2: y(v)});
     el("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, null, v.toLocaleString("en"));
   }
   var step = Math.max(1, Math.ceil(n / 10));
