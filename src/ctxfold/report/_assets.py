@@ -65,7 +65,9 @@ SCRIPT = """
   el("line", {class: "axis", x1: L, y1: T, x2: L, y2: H - B});
   // Round tick steps (1, 2, 2.5 or 5 times a power of ten), about four of them.
   var raw = top / 4, mag = Math.pow(10, Math.floor(Math.log10(raw))), tick = 10 * mag;
-  [1, 2, 2.5, 5].forEach(function (f) { if (f * mag >= raw && f * mag < tick) { tick = f * mag; } });
+  [1, 2, 2.5, 5].forEach(function (f) {
+    if (f * mag >= raw && f * mag < tick) { tick = f * mag; }
+  });
   for (var v = 0; v <= top; v += tick) {
     el("line", {class: "axis", x1: L - 3, x2: L, y1: y(v), y2: y(v)});
     el("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end"}, null, v.toLocaleString("en"));
