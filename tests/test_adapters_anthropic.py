@@ -33,6 +33,7 @@ PARALLEL = {
                     "id": "toolu_01B",
                     "name": "read",
                     "input": {"path": "src/io.py", "lines": [1, 40], "ünïcode": "é"},
+                    "cache_control": {"type": "ephemeral"},
                 },
             ],
         },
@@ -228,6 +229,15 @@ def test_changed_assistant_text_keeps_thinking_blocks_first() -> None:
         {"type": "thinking", "thinking": "A traceback.", "signature": SIGNATURE},
         {"type": "text", "text": "A traceback, shortened."},
     ]
+
+
+def test_changed_assistant_text_keeps_its_tool_use_blocks_whole() -> None:
+    """Rebuilding a changed assistant message restores each tool_use input and its extra keys."""
+    messages = from_anthropic(PARALLEL["messages"], system=PARALLEL["system"])
+    messages[2] = messages[2].replace(content="Reading both files.")
+    _, rows = to_anthropic(messages)
+    original = PARALLEL["messages"][1]["content"]
+    assert rows[1]["content"] == [{"type": "text", "text": "Reading both files."}, *original[1:]]
 
 
 def test_tool_results_and_following_user_text_form_one_user_message() -> None:
