@@ -51,7 +51,7 @@ class NormalizedSummarizer:
         """A short name for reports: the summarizer's `name` attribute, else the function's or
         the class's name."""
         wrapped = self.wrapped
-        for attribute in ("name", "__qualname__"):
+        for attribute in ("name", "__name__"):
             value = getattr(wrapped, attribute, None)
             if isinstance(value, str) and value:
                 return value
@@ -127,8 +127,9 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
     - the prompt: it repeats a quarter or more of the instructions' runs (a summary shares
       headings and a few words with them, never whole sentences);
     - the input: after taking out the identifiers (which a summary must copy), the runs it shares
-      with the record cover at least half of the record's words. Quoting identifiers, commands
-      and error lines therefore never makes an echo; reproducing most of the stretch does.
+      with the record cover at least half as many words as the stretch has. Quoting identifiers,
+      commands and error lines therefore never makes an echo; reproducing most of the stretch
+      does.
     """
     text = summary.text if isinstance(summary, SummaryResult) else summary
     if not text or not text.strip():
@@ -139,15 +140,29 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
         shared = len(instructions & _shingles(words))
         if shared * 4 >= len(instructions):
             return True
-    record_text = request.record or render_record(request.messages, request.synthetic)
-    record_words = _words(record_text)
-    if len(record_words) < SHINGLE:
-        return bool(record_words) and words == record_words
-    stripped = text
-    for identifier in sorted(request.identifiers, key=len, reverse=True):
-        stripped = stripped.replace(identifier, " ")
-    copied = _covered(_words(stripped), _shingles(record_words))
-    return copied * 2 >= len(record_words)
+    # Identifiers are taken out of both sides: a summary must copy them, so they prove nothing.
+    identifiers = sorted(request.identifiers, key=len, reverse=True)
+    record = _words(_without(request.record or render_record(request.messages), identifiers))
+    content = _words(_without(_content(request), identifiers)) if request.messages else record
+    size = min(len(record), len(content))
+    if size < SHINGLE:
+        return size > 0 and _words(_without(text, identifiers)) == content
+    copied = _covered(_words(_without(text, identifiers)), _shingles(record) | _shingles(content))
+    return copied * 2 >= size
+
+
+def _content(request: SummaryRequest) -> str:
+    parts: list[str] = []
+    for message in request.messages:
+        parts.append(message.text)
+        parts.extend(call.arguments for call in message.tool_calls)
+    return "\n".join(parts)
+
+
+def _without(text: str, identifiers: list[str]) -> str:
+    for identifier in identifiers:
+        text = text.replace(identifier, " ")
+    return text
 
 
 def _words(text: str) -> list[str]:

@@ -49,7 +49,7 @@ class FunctionSummarizer:
     @property
     def name(self) -> str:
         """The wrapped function's name, which reports and fallback notes show."""
-        return str(getattr(self.fn, "__qualname__", type(self).__name__))
+        return str(getattr(self.fn, "__name__", type(self).__name__))
 
     def __repr__(self) -> str:
         return f"FunctionSummarizer({self.name})"
