@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxfold.errors import BudgetError
 from ctxfold.messages import Message
 
 if TYPE_CHECKING:
@@ -153,14 +154,23 @@ def replay(
 ) -> ReplayResult:
     """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
 
-    `counter` sizes requests for the prefix figures (default: the compactor's counter).
+    `counter` sizes requests for the prefix figures (default: the compactor's counter). A
+    compactor without a budget has no trigger to replay: `BudgetError`.
     `progress`, when given, is called with the number of messages appended after each one.
 
-    >>> from ctxfold.storage import MemoryStore  # doctest: +SKIP
-    >>> result = replay(MemoryStore().session("r"), generate(steps=40), Compactor(budget))
-    >>> result.compactions, result.cache_reuse  # doctest: +SKIP
+    >>> from ctxfold.compactor import Compactor
+    >>> from ctxfold.demo_session import generate
+    >>> from ctxfold.storage import MemoryStore
+    >>> from ctxfold.tokens import Budget
+    >>> compactor = Compactor(Budget(window=16_000))
+    >>> result = replay(MemoryStore().session("r"), generate(steps=40), compactor)
+    >>> result.peak_tokens < 16_000 < result.original_tokens
+    True
     """
-    count = counter or _counter_of(compactor)
+    budget = compactor.budget
+    if budget is None:
+        raise BudgetError("replay needs a compactor with a budget: its trigger is what is replayed")
+    count = counter or compactor.counter
     sizes = _Sizes(count)
     started = time.perf_counter()
     requests: list[Request] = []
@@ -192,7 +202,6 @@ def replay(
             )
         )
         previous = projected
-    budget = compactor.budget
     return ReplayResult(
         window=budget.window,
         trigger=budget.trigger_tokens,
@@ -234,15 +243,6 @@ class _Sizes:
                 self.cache[id(message)] = hit
             out += hit[1]
         return out
-
-
-def _counter_of(compactor: Compactor) -> TokenCounter:
-    found = getattr(compactor, "counter", None)
-    if found is not None:
-        return found  # type: ignore[no-any-return]
-    from ctxfold.tokens import counter
-
-    return counter("auto")
 
 
 def _before_request(messages: Sequence[Message], index: int) -> bool:

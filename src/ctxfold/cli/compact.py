@@ -154,6 +154,7 @@ def report_dict(report: CompactionReport) -> dict[str, Any]:
         "tokens_after": report.tokens_after,
         "target": report.target,
         "fits": report.fits,
+        "pinned_tokens": report.pinned_tokens,
         "reason": report.reason,
         "strategies": [
             {

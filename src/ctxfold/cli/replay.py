@@ -90,8 +90,9 @@ def print_replay(result: ReplayResult, source: str) -> None:
         f"target {tokens(result.target)})"
     )
     click.echo(
-        f"  context: peak {tokens(result.peak_tokens)}, last {tokens(result.final_tokens)} tokens; "
-        f"the whole transcript is {tokens(result.original_tokens)}"
+        f"  context: largest request {tokens(result.peak_tokens)}, last "
+        f"{tokens(result.final_tokens)} tokens; the whole transcript is "
+        f"{tokens(result.original_tokens)}"
     )
     failed = f" ({result.failed_compactions} failed)" if result.failed_compactions else ""
     click.echo(
@@ -100,9 +101,10 @@ def print_replay(result: ReplayResult, source: str) -> None:
     )
     for number, c in enumerate(result.compactions, 1):
         r = c.report
+        what = strategy_text(c, "-") or r.error or ""
         click.echo(
             f"    #{number} before request {c.turn}: {tokens(r.tokens_before)} -> "
-            f"{tokens(r.tokens_after)} (-{tokens(c.saved)}) {strategy_text(c) or r.error or ''}"
+            f"{tokens(r.tokens_after)} (-{tokens(c.saved)}) {what}"
         )
     click.echo(
         f"  prompt-cache reuse: {result.cache_reuse:.1%} ({tokens(result.reused_tokens)} of "

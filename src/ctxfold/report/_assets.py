@@ -99,7 +99,9 @@ SCRIPT = """
     var g = el("g", {class: "compaction", "data-turn": c.turn, "data-saved": c.saved});
     el("line", {x1: x(c.turn), x2: x(c.turn), y1: y(c.before), y2: y(c.after)}, g);
     el("circle", {cx: x(c.turn), cy: y(c.before), r: 3.5}, g);
-    el("text", {x: x(c.turn) + 4, y: y(c.before) - 6}, g,
+    var right = x(c.turn) > W - 120;  // near the right edge, label to the left of the mark
+    el("text", {x: x(c.turn) + (right ? -4 : 4), y: y(c.before) - 6,
+                "text-anchor": right ? "end" : "start"}, g,
        "#" + (index + 1) + " \\u2212" + c.saved.toLocaleString("en"));
     el("title", {}, g, "compaction #" + (index + 1) + " before request " + c.turn + ": " +
        c.before.toLocaleString("en") + " \\u2192 " + c.after.toLocaleString("en") +
