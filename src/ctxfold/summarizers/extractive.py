@@ -284,13 +284,7 @@ def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
 
 def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
     """Render the draft, giving up the least useful lines until it fits `budget` tokens."""
-
-    def fits() -> bool:
-        return count(render_sections(draft.sections())) <= budget
-
-    if fits():
-        return render_sections(draft.sections())
-    steps: list[Callable[[], bool]] = [
+    steps: list[Callable[[], str | None]] = [
         lambda: _drop_work(draft, keep=3, failed=False),
         lambda: _drop_oldest(draft.decisions, keep=3),
         lambda: _drop_oldest(draft.outstanding_old, keep=0),
@@ -306,54 +300,56 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
         lambda: _drop_oldest(draft.objective, keep=0),
     ]
     for step in steps:
-        while step():
-            if fits():
-                return render_sections(draft.sections())
+        exhausted = False
+        while not exhausted:
+            text = render_sections(draft.sections())
+            excess = count(text) - budget
+            if excess <= 0:
+                return text
+            # Give up about as many tokens as the excess before counting again: one count per
+            # batch, not one per line (a line's own count slightly overstates what it frees).
+            freed = 0
+            while freed < excess:
+                removed = step()
+                if removed is None:
+                    exhausted = True
+                    break
+                freed += count(removed) + 1
     if draft.hidden_work:
         draft.hidden_work = 0  # even the "… N calls not listed" line is too much
-        if fits():
-            return render_sections(draft.sections())
-    return None
+    text = render_sections(draft.sections())
+    return text if count(text) <= budget else None
 
 
-def _drop_work(draft: _Draft, keep: int, failed: bool) -> bool:
+def _drop_work(draft: _Draft, keep: int, failed: bool) -> str | None:
     """Give up the oldest work line (a successful one unless `failed`), keeping `keep` lines."""
     if len(draft.work) <= keep:
-        return False
+        return None
     for position, work in enumerate(draft.work[: len(draft.work) - keep]):
         if failed or not work.failed:
             del draft.work[position]
             draft.hidden_work += 1
             draft.hidden_failed += work.failed
-            return True
-    return False
+            return work.text
+    return None
 
 
-def _drop_oldest(items: list[str], keep: int) -> bool:
-    if len(items) <= keep:
-        return False
-    del items[0]
-    return True
+def _drop_oldest(items: list[str], keep: int) -> str | None:
+    return items.pop(0) if len(items) > keep else None
 
 
-def _drop_middle(items: list[str]) -> bool:
+def _drop_middle(items: list[str]) -> str | None:
     """Keep the first request (what started it all) and the latest, give up the ones between."""
-    if len(items) <= 2:
-        return False
-    del items[1]
-    return True
+    return items.pop(1) if len(items) > 2 else None
 
 
-def _drop_last(items: list[str]) -> bool:
-    if not items:
-        return False
-    items.pop()
-    return True
+def _drop_last(items: list[str]) -> str | None:
+    return items.pop() if items else None
 
 
-def _shorten(items: list[str], limit: int) -> bool:
+def _shorten(items: list[str], limit: int) -> str | None:
     for position, item in enumerate(items):
         if len(item) > limit:
             items[position] = _clip(item, limit - 1) + ('"' if item.startswith('"') else "")
-            return True
-    return False
+            return item[len(items[position]) :]
+    return None
