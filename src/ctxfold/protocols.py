@@ -27,7 +27,7 @@ class TokenCounter(Protocol):
     def count_text(self, text: str) -> int: ...
 
     def count_message(self, message: Message) -> int:
-        """Tokens of one message: content, tool call names and arguments, and per-message overhead."""
+        """Tokens of one message: content, tool call names and arguments, and overhead."""
         ...
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:

@@ -7,6 +7,7 @@ read from one format and written back to it is the same message. Nothing in ctxf
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -78,7 +79,9 @@ class Message:
         if self.role == "tool" and not self.tool_call_id:
             raise InvalidInputError("a tool message needs the tool_call_id of the call it answers")
         if self.tool_calls and self.role != "assistant":
-            raise InvalidInputError(f"only assistant messages may carry tool calls, not {self.role!r}")
+            raise InvalidInputError(
+                f"only assistant messages may carry tool calls, not {self.role!r}"
+            )
 
     @property
     def text(self) -> str:
@@ -87,19 +90,10 @@ class Message:
 
     def replace(self, **changes: Any) -> Message:
         """A copy with some fields changed (messages are frozen)."""
-        values = {
-            "role": self.role,
-            "content": self.content,
-            "tool_calls": self.tool_calls,
-            "tool_call_id": self.tool_call_id,
-            "name": self.name,
-            "extra": self.extra,
-        }
-        values.update(changes)
-        return Message(**values)
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """ctxfold's own JSON shape, used inside the event log. Keys with empty values are left out."""
+        """ctxfold's own JSON shape, used inside the event log (empty keys left out)."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
@@ -121,7 +115,9 @@ class Message:
             )
         content = data.get("content")
         if content is not None and not isinstance(content, str):
-            raise InvalidInputError(f"content must be a string or null, not {type(content).__name__}")
+            raise InvalidInputError(
+                f"content must be a string or null, not {type(content).__name__}"
+            )
         return cls(
             role=cast(Role, role),
             content=content,

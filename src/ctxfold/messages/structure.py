@@ -5,7 +5,8 @@ Pure functions over a message list. Strategies use this to decide what they may 
 - the *system block* is the leading run of system messages;
 - a *step* is an assistant message together with the tool messages that directly follow it (the
   results of its calls, parallel calls included), so a step is never split;
-- a *turn* starts at a real user message and runs to the next one; the last turn is the current task;
+- a *turn* starts at a real user message and runs to the next one; the last turn is the current
+  task;
 - a *safe cut point* is an index where the history may be cut: the start of a unit (a step, a user
   message, a summary) or the end. Cutting anywhere else would separate a call from its result.
 
@@ -197,7 +198,9 @@ def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Str
 
 def _turn(units: list[Unit]) -> Turn:
     first = units[0]
-    return Turn(first.start, units[-1].end, first.start if first.kind == "user" else None, tuple(units))
+    return Turn(
+        first.start, units[-1].end, first.start if first.kind == "user" else None, tuple(units)
+    )
 
 
 def is_safe_cut(messages: Sequence[Message], index: int, synthetic: Collection[int] = ()) -> bool:

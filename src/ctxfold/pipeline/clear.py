@@ -1,0 +1,95 @@
+"""ClearToolResults: the first, free rung. Old tool output becomes a short placeholder.
+
+The calls, the agent's reasoning and the user's words stay; only bulky observations go, oldest
+first, and each placeholder keeps the call id, names the tool and says where the output is kept.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ctxfold.messages import Message
+from ctxfold.pipeline.view import WorkingView
+
+CLEARED_MARK = "[ctxfold: output of "
+
+
+class ClearToolResults:
+    """Replace older tool results of at least `min_tokens` tokens with a placeholder.
+
+    - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`).
+    - `min_tokens`: results shorter than this (in tokens) stay (default 100), since a placeholder
+      saves little on them and short results often carry the answer.
+    """
+
+    name = "clear_tool_results"
+
+    def __init__(self, keep_steps: int | None = None, min_tokens: int = 100) -> None:
+        if keep_steps is not None and keep_steps < 0:
+            raise ValueError(f"keep_steps must be >= 0, not {keep_steps}")
+        if min_tokens < 0:
+            raise ValueError(f"min_tokens must be >= 0, not {min_tokens}")
+        self.keep_steps = keep_steps
+        self.min_tokens = min_tokens
+
+    def run(self, view: WorkingView) -> None:
+        protected = view.protected(self.keep_steps)
+        calls = _calls_by_result(view)
+        chosen: dict[int, str] = {}
+        saved = 0
+        for index, item in enumerate(view.items):
+            if saved >= view.excess:
+                break
+            message = item.message
+            if (
+                message.role != "tool"
+                or index in protected
+                or view.counts[index] < self.min_tokens
+                or message.text.startswith(CLEARED_MARK)
+            ):
+                continue
+            tool, arguments = calls.get(index, ("tool", ""))
+            text = placeholder(tool, arguments, message, item.id, view.counts[index])
+            chosen[index] = text
+            # A placeholder is a few dozen tokens; the estimate only decides when to stop picking.
+            saved += view.counts[index] - len(text) // 3
+        if chosen:
+            view.mask(chosen, strategy=self.name)
+
+
+def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:
+    """The text that stands in for a cleared result: tool, call id, size, and how to recall it."""
+    gist = _gist(arguments)
+    call = f"{tool}({gist})" if gist else tool
+    return (
+        f"{CLEARED_MARK}{call} was cleared to save context (call {message.tool_call_id}, "
+        f"{tokens} tokens). The full output is kept in the session log as event {item_id}; "
+        "recall it from there, or run the call again if it is needed.]"
+    )
+
+
+def _gist(arguments: str, limit: int = 80) -> str:
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        parsed = arguments
+    if isinstance(parsed, dict) and len(parsed) == 1:
+        parsed = next(iter(parsed.values()))
+    text = parsed if isinstance(parsed, str) else json.dumps(parsed, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _calls_by_result(view: WorkingView) -> dict[int, tuple[str, str]]:
+    """For each tool result index, the name and arguments of the call it answers."""
+    out: dict[int, tuple[str, str]] = {}
+    for unit in view.structure().steps:
+        calls = list(view.items[unit.start].message.tool_calls)
+        for index in range(unit.start + 1, unit.end):
+            call_id = view.items[index].message.tool_call_id
+            for position, call in enumerate(calls):
+                if call.id == call_id:
+                    out[index] = (call.name, call.arguments)
+                    del calls[position]  # a repeated id pairs by position
+                    break
+    return out

@@ -1,0 +1,247 @@
+"""Summarize: the paid rung (free with the extractive summarizer), in rounds.
+
+Each round replaces one stretch with a summary, giving up as little as it can. Stretches are
+taken in four tiers, oldest and least useful first:
+
+1. ``turns``: plain turns before the current task;
+2. ``summaries``: earlier summaries before the current task, combined, once no plain turn is left;
+3. ``steps``: older steps of the current task, keeping the newest;
+4. ``task-summaries``: the current task's summaries, combined.
+
+Within a region a plain stretch is always summarized before summaries are combined (B7), so each
+stretch of history is read by a summarizer once. The rounds stop at the last one that worked
+when the summarizer declines, raises, echoes its input, or answers something no smaller than the
+stretch (B6), and when no stretch is left to give up (B8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.messages import Message
+from ctxfold.messages.structure import Unit
+from ctxfold.pipeline.base import Plan, SummaryCall
+from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers._request import SummaryResult, Tier
+from ctxfold.summarizers.identifiers import verify
+from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.record import frame_summary
+
+
+@dataclass(frozen=True)
+class Stretch:
+    start: int
+    end: int
+    tier: Tier
+
+
+class Summarize:
+    """Replace old stretches with summaries until the view fits.
+
+    - `summarizer`: any summarizer (sync or async callable); None uses the compactor's.
+    - `keep_steps`: the newest steps never summarized (default: the budget's `keep_steps`).
+    - `summary_tokens`: the most a summary may take, in tokens (default 1,024); smaller windows
+      get proportionally less (an eighth of the target, never under 128).
+    - `max_stretch_tokens`: the most history one request carries, in tokens (default 64,000);
+      an LLM summarizer splits a stretch that is still too big for its own window.
+    - `redact`: applied to every summary before it is stored (L13).
+    """
+
+    name = "summarize"
+
+    def __init__(
+        self,
+        summarizer: Any = None,
+        *,
+        keep_steps: int | None = None,
+        summary_tokens: int = 1024,
+        max_stretch_tokens: int = 64_000,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        if summary_tokens < 16:
+            raise ValueError(f"summary_tokens must be at least 16, not {summary_tokens}")
+        if max_stretch_tokens <= summary_tokens:
+            raise ValueError("max_stretch_tokens must exceed summary_tokens")
+        self.summarizer = summarizer
+        self.keep_steps = keep_steps
+        self.summary_tokens = summary_tokens
+        self.max_stretch_tokens = max_stretch_tokens
+        self.redact = redact
+
+    def run(self, view: WorkingView) -> Plan[None]:
+        while not view.fits:
+            budget = self._summary_budget(view)
+            stretch = self._next_stretch(view, budget)
+            if stretch is None:
+                return  # B8: nothing more may be given up, so no call is made
+            worked = yield from self._round(view, stretch, budget)
+            if not worked:
+                return
+
+    # -- one round -------------------------------------------------------------------------
+    def _round(self, view: WorkingView, stretch: Stretch, budget: int) -> Plan[bool]:
+        """One request and, if the answer is usable, one edit. False means stop (B6)."""
+        start, end = stretch.start, stretch.end
+        tokens = view.tokens(start, end)
+        synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
+        request = build_request(
+            view.messages[start:end],
+            synthetic=synthetic,
+            max_tokens=budget,
+            tier=stretch.tier,
+            tokens=tokens,
+        )
+        stats = view.stats
+        try:
+            answer = yield SummaryCall(request, self.summarizer)
+        except Exception as exc:  # B6: stop at the last round that worked
+            stats.errors.append(f"{type(exc).__name__}: {exc}")
+            stats.failure = stats.failure or exc
+            stats.notes.append(f"summarize stopped: the summarizer raised {type(exc).__name__}")
+            return False
+        stats.summarizer_calls += answer.calls if answer else 1
+        stats.stretch_tokens += tokens
+        if answer is not None:
+            stats.summarizer_input_tokens += answer.input_tokens
+            stats.summarizer_output_tokens += answer.output_tokens
+            stats.summarizer_model = answer.model or stats.summarizer_model
+            stats.notes.extend(answer.notes)
+        text = _usable_text(answer)
+        if text is None:
+            stats.notes.append("summarize stopped: the summarizer declined")
+            return False
+        from ctxfold.summarizers.base import is_echo
+
+        if is_echo(text, request):
+            stats.notes.append("summarize stopped: the summary echoed its input (B11)")
+            return False
+        checked = verify(text, request.identifiers, max(budget // 2, 64), view.count_text)
+        body = view.redact(self.redact(checked.text) if self.redact else checked.text)
+        first = view.items[start]
+        last = view.items[end - 1]
+        covers = (
+            first.covers[0] if first.covers else first.id,
+            last.covers[1] if last.covers else last.id,
+        )
+        message = Message(
+            view.summary_role,  # type: ignore[arg-type]
+            frame_summary(body, view.summary_role, first_seq=covers[0], last_seq=covers[1]),
+        )
+        meta = {
+            "tier": stretch.tier,
+            "identifiers": {
+                "kept": checked.kept,
+                "added": len(checked.added),
+                "left_out": checked.left_out,
+            },
+            "summarizer": answer.model if answer and answer.model else None,
+        }
+        item = view.replace(
+            start,
+            end,
+            message,
+            kind="summary",
+            strategy=self.name,
+            meta=meta,
+            protected=self._protected(view),
+        )
+        if item is None:
+            stats.notes.append("summarize stopped: the summary was no smaller than its stretch")
+            return False
+        stats.identifiers_kept += checked.kept
+        stats.identifiers_left_out += len(checked.left_out)
+        stats.left_out.extend(checked.left_out)
+        stats.summaries.append(body)
+        return True
+
+    # -- choosing the stretch --------------------------------------------------------------
+    def _summary_budget(self, view: WorkingView) -> int:
+        return max(128, min(self.summary_tokens, view.target // 8))
+
+    def _protected(self, view: WorkingView) -> frozenset[int]:
+        return view.protected(self.keep_steps)
+
+    def _next_stretch(self, view: WorkingView, budget: int) -> Stretch | None:
+        structure = view.structure()
+        protected = self._protected(view)
+        current = structure.current_turn
+        task_start = current.start if current and current.user is not None else structure.size
+        if current is not None and current.user is None:
+            task_start = current.start  # no real user message at all: everything is the task
+        historical = [u for u in structure.units if u.end <= task_start]
+        task = [u for u in structure.units if u.start >= task_start]
+        want = view.excess + budget
+        turn_starts = {t.start for t in structure.turns}
+        for tier, units, plain in (
+            ("turns", historical, True),
+            ("summaries", historical, False),
+            ("steps", task, True),
+            ("task-summaries", task, False),
+        ):
+            runs = _runs(units, protected, plain)
+            for run in runs:
+                if not plain and len(run) < 2:
+                    continue  # one summary alone has nothing to be combined with
+                chosen = self._take(
+                    view, run, want, budget, turn_starts if tier == "turns" else None
+                )
+                if chosen is not None:
+                    return Stretch(chosen[0], chosen[1], tier)  # type: ignore[arg-type]
+        return None
+
+    def _take(
+        self,
+        view: WorkingView,
+        run: list[Unit],
+        want: int,
+        budget: int,
+        boundaries: set[int] | None,
+    ) -> tuple[int, int] | None:
+        """The oldest part of `run` worth summarizing: enough to cover `want` tokens (at least
+        twice the summary budget, so the summary can be smaller), ending at a turn boundary when
+        `boundaries` are given, and no more than `max_stretch_tokens`."""
+        floor = max(want, 2 * budget)
+        start = run[0].start
+        tokens = 0
+        end = start
+        for position, unit in enumerate(run):
+            unit_tokens = view.tokens(unit.start, unit.end)
+            if tokens and tokens + unit_tokens > self.max_stretch_tokens:
+                break
+            tokens += unit_tokens
+            end = unit.end
+            at_boundary = (
+                boundaries is None
+                or position + 1 == len(run)
+                or (run[position + 1].start in boundaries)
+            )
+            if tokens >= floor and at_boundary:
+                break
+        if tokens <= budget:
+            return None  # a summary could not be smaller than this stretch
+        return start, end
+
+
+def _runs(units: list[Unit], protected: frozenset[int], plain: bool) -> list[list[Unit]]:
+    """Maximal runs of adjacent units that are all plain (or all synthetic) and unprotected."""
+    runs: list[list[Unit]] = []
+    current: list[Unit] = []
+    for unit in units:
+        wanted = (unit.kind != "synthetic") if plain else (unit.kind == "synthetic")
+        free = not any(i in protected for i in unit.indices) and unit.kind != "system"
+        if wanted and free:
+            current.append(unit)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _usable_text(answer: SummaryResult | None) -> str | None:
+    if answer is None or answer.text is None or not answer.text.strip():
+        return None
+    return answer.text.strip()

@@ -1,0 +1,324 @@
+"""Sessions: one conversation's log, its projection, and its running token estimate.
+
+`Session` is a thin, synchronous object over an `EventStore`. It keeps the projection in memory
+and folds in only the events it has not seen, so `messages()` after an append costs O(new events)
+rather than a replay of the log. Every write checks edits against the projection first and then
+appends with `expected_seq`, so an edit is validated against exactly the history it lands on.
+
+`AsyncSession` gives asyncio agents the same object without blocking the event loop: each call
+runs the synchronous method in a worker thread (`asyncio.to_thread`). There is one control flow,
+the synchronous one; the async class only moves it off the loop. Stores are thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
+from ctxfold.events import COMPACTION, MASK, MESSAGE, USAGE, Event, NewEvent
+from ctxfold.messages import Message
+from ctxfold.projection import Change, Item, Projection
+
+if TYPE_CHECKING:
+    from ctxfold.protocols import EventStore, TokenCounter
+    from ctxfold.tokens.tally import Tally
+
+PIN = "pin"
+UNPIN = "unpin"
+
+
+class Session:
+    """One conversation stored in an `EventStore`.
+
+    >>> from ctxfold.storage import MemoryStore
+    >>> session = MemoryStore().session("demo")
+    >>> _ = session.append([Message("system", "You are terse."), Message("user", "hello")])
+    >>> [m.role for m in session.messages()]
+    ['system', 'user']
+    """
+
+    def __init__(
+        self, store: EventStore, session_id: str, *, counter: TokenCounter | None = None
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
+        self.store = store
+        self.id = session_id
+        self._counter = counter
+        self._state = _State()
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, last_seq={self._state.projection.last_seq})"
+
+    # -- writing ---------------------------------------------------------------------------
+    def append(
+        self,
+        items: Message | NewEvent | Iterable[Message | NewEvent],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Event]:
+        """Append messages and/or events atomically; returns the stored events.
+
+        Compaction and mask events are checked against the current projection and refused with
+        `InvalidHistoryError` before anything is written. When the batch holds such an edit, the
+        append is made with `expected_seq` (the seq the check ran against, unless given), so a
+        concurrent writer makes it fail with `ConflictError` rather than land on another history.
+        """
+        batch = _as_events(items)
+        if not batch:
+            return []
+        with self._lock:
+            self.refresh()
+            has_edit = any(e.type in (COMPACTION, MASK) for e in batch)
+            if has_edit:
+                if expected_seq is not None and expected_seq != self._state.projection.last_seq:
+                    raise ConflictError(self.id, expected_seq, self._state.projection.last_seq)
+                self._check_batch(batch)
+                expected_seq = self._state.projection.last_seq
+            else:
+                for event in batch:
+                    if event.type == MESSAGE:
+                        Message.from_dict(event.data["message"])
+            stored = self.store.append(self.id, batch, expected_seq=expected_seq)
+            self.refresh()
+            return stored
+
+    def _check_batch(self, batch: Sequence[NewEvent]) -> None:
+        # Check each edit against the projection as the earlier events of the batch leave it,
+        # on a scratch copy, with the seqs the store will give them.
+        scratch = _copy(self._state.projection)
+        seq = scratch.last_seq
+        for event in batch:
+            seq += 1
+            scratch.check(event)
+            scratch.apply(Event(self.id, seq, event.type, event.data, 0.0))
+
+    def record_usage(
+        self,
+        prompt_tokens: int,
+        *,
+        completion_tokens: int | None = None,
+        after_seq: int | None = None,
+        model: str | None = None,
+    ) -> Event:
+        """Record the provider's reported prompt tokens for the request sent after `after_seq`
+        (default: the last seq now). Later estimates start from this figure."""
+        if not isinstance(prompt_tokens, int) or prompt_tokens < 0:
+            raise InvalidInputError(
+                f"prompt_tokens must be a non-negative int, not {prompt_tokens!r}"
+            )
+        with self._lock:
+            self.refresh()
+            data: dict[str, Any] = {
+                "after_seq": self._state.projection.last_seq if after_seq is None else after_seq,
+                "prompt_tokens": prompt_tokens,
+            }
+            if completion_tokens is not None:
+                data["completion_tokens"] = completion_tokens
+            if model is not None:
+                data["model"] = model
+            (event,) = self.store.append(self.id, [NewEvent(USAGE, data)])
+            self.refresh()
+            return event
+
+    def pin(self, *item_ids: int) -> None:
+        """Keep these items out of every strategy's reach (stored, so it survives reopening)."""
+        self._pin_event(PIN, item_ids)
+
+    def unpin(self, *item_ids: int) -> None:
+        self._pin_event(UNPIN, item_ids)
+
+    def _pin_event(self, kind: str, item_ids: Sequence[int]) -> None:
+        with self._lock:
+            self.refresh()
+            for item_id in item_ids:
+                if self._state.projection.position(item_id) is None:
+                    raise InvalidInputError(f"item {item_id!r} is not in the current projection")
+            self.store.append(self.id, [NewEvent(kind, {"ids": list(item_ids)})])
+            self.refresh()
+
+    # -- reading ---------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Fold in the events other writers appended since the last look."""
+        with self._lock:
+            for event in self.store.read(self.id, after=self._state.projection.last_seq):
+                self._state.fold(event)
+
+    def events(self, after: int = 0) -> list[Event]:
+        """Every stored event after `after`, originals and compactions alike, in seq order."""
+        return self.store.read(self.id, after=after)
+
+    def messages(self) -> list[Message]:
+        """The projection: the messages the model is sent now."""
+        with self._lock:
+            self.refresh()
+            return self._state.projection.messages()
+
+    def items(self) -> list[Item]:
+        """The projection with each message's id, kind and covered range."""
+        with self._lock:
+            self.refresh()
+            return list(self._state.projection.items)
+
+    @property
+    def last_seq(self) -> int:
+        """The last seq folded into the projection (call `refresh()` to catch up)."""
+        return self._state.projection.last_seq
+
+    @property
+    def pinned(self) -> frozenset[int]:
+        """Ids of the items the application pinned that are still projected."""
+        state = self._state
+        return frozenset(i for i in state.pinned if state.projection.position(i) is not None)
+
+    def estimate(self, counter: TokenCounter | None = None) -> int:
+        """Tokens of the current projection: the last provider usage report plus a count of what
+        came after, else the counter's count. O(1) after the first call, per appended message."""
+        with self._lock:
+            self.refresh()
+            return self._tally_for(counter).estimate
+
+    def tally(self, counter: TokenCounter | None = None) -> Tally:
+        with self._lock:
+            self.refresh()
+            return self._tally_for(counter)
+
+    def _tally_for(self, counter: TokenCounter | None) -> Tally:
+        from ctxfold.tokens import counter as make_counter
+        from ctxfold.tokens.tally import Tally
+
+        wanted = counter or self._counter
+        tally = self._state.tally
+        if tally is not None and (wanted is None or tally.counter is wanted):
+            return tally
+        self._counter = wanted or make_counter("auto")
+        # Fold the log once more with a tally attached; from then on counts are cached per item
+        # and each new event updates the total incrementally.
+        state = _State(tally=Tally(self._counter))
+        for event in self.store.read(self.id):
+            state.fold(event)
+        self._state = state
+        return state.tally  # type: ignore[return-value]
+
+
+class _State:
+    """What a session derives from its log: the projection, pins, and the token tally."""
+
+    def __init__(self, tally: Tally | None = None) -> None:
+        self.projection = Projection()
+        self.pinned: set[int] = set()
+        self.tally = tally
+        self.last_edit_seq = 0
+
+    def fold(self, event: Event) -> None:
+        change = self.projection.apply(event)
+        if event.type in (PIN, UNPIN):
+            ids = set(event.data.get("ids", ()))
+            self.pinned = self.pinned | ids if event.type == PIN else self.pinned - ids
+        if change.edit:
+            self.last_edit_seq = event.seq
+        if self.tally is not None:
+            _update_tally(self.tally, change)
+            if event.type == USAGE:
+                self._anchor(event)
+
+    def _anchor(self, event: Event) -> None:
+        assert self.tally is not None
+        after = int(event.data.get("after_seq", 0))
+        if after < self.last_edit_seq:
+            return  # the request it measured was sent before the last edit: no longer the view
+        # Items that came after the measured request are not in the provider's figure.
+        later = sum(self.tally.count(i.id) for i in _tail_after(self.projection.items, after))
+        self.tally.anchor(int(event.data["prompt_tokens"]) + later)
+
+
+class AsyncSession:
+    """A `Session` for asyncio code: every call runs in a worker thread, off the event loop.
+
+    >>> import asyncio
+    >>> from ctxfold.storage import MemoryStore
+    >>> async def main() -> int:
+    ...     session = AsyncSession(MemoryStore().session("a"))
+    ...     await session.append(Message("user", "hi"))
+    ...     return len(await session.messages())
+    >>> asyncio.run(main())
+    1
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.sync = session
+        self.id = session.id
+
+    async def append(
+        self,
+        items: Message | NewEvent | Iterable[Message | NewEvent],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[Event]:
+        return await asyncio.to_thread(self.sync.append, items, expected_seq=expected_seq)
+
+    async def messages(self) -> list[Message]:
+        return await asyncio.to_thread(self.sync.messages)
+
+    async def items(self) -> list[Item]:
+        return await asyncio.to_thread(self.sync.items)
+
+    async def events(self, after: int = 0) -> list[Event]:
+        return await asyncio.to_thread(self.sync.events, after)
+
+    async def record_usage(self, prompt_tokens: int, **kwargs: Any) -> Event:
+        return await asyncio.to_thread(self.sync.record_usage, prompt_tokens, **kwargs)
+
+    async def estimate(self, counter: TokenCounter | None = None) -> int:
+        return await asyncio.to_thread(self.sync.estimate, counter)
+
+
+def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
+    if isinstance(items, (Message, NewEvent)):
+        items = [items]
+    out: list[NewEvent] = []
+    for position, item in enumerate(items):
+        if isinstance(item, Message):
+            out.append(NewEvent.message(item))
+        elif isinstance(item, NewEvent):
+            out.append(item)
+        else:
+            raise InvalidInputError(
+                f"item {position} of the append is a {type(item).__name__}; "
+                "append takes Message or NewEvent values"
+            )
+    return out
+
+
+def _copy(projection: Projection) -> Projection:
+    return Projection(
+        projection.last_seq,
+        list(projection.items),
+        list(projection._keys),
+        dict(projection._key_of),
+    )
+
+
+def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
+    tail: list[Item] = []
+    for item in reversed(items):
+        if item.id <= seq:
+            break
+        tail.append(item)
+    return tail
+
+
+def _update_tally(tally: Tally, change: Change) -> None:
+    for item in change.removed:
+        tally.remove(item.id)
+    for item in change.added:
+        tally.add(item.id, item.message)
+    if change.edit:
+        tally.drop_anchor()
+
+
+__all__ = ["AsyncSession", "InvalidHistoryError", "Session"]
