@@ -70,6 +70,7 @@ class CachedCounter:
         self._entries: OrderedDict[int, tuple[Message, int]] = OrderedDict()
 
     def count_text(self, text: str) -> int:
+        """The inner counter's count (texts are not cached: they are cheap to recount or rare)."""
         return self.inner.count_text(text)
 
     def count_message(self, message: Message) -> int:
@@ -86,6 +87,7 @@ class CachedCounter:
         return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """The inner counter's count of the tool schemas."""
         return self.inner.count_tools(tools)
 
     def __repr__(self) -> str:
