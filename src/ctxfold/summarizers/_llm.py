@@ -119,6 +119,7 @@ class SDKSummarizer(LLMSummarizer):
         self.async_client = async_client
         self.timeout = timeout
         self.max_retries = max_retries
+        self._owned: list[Any] = []
 
     def _new_client(self, asynchronous: bool, twin: Any) -> Any:
         """A new SDK client (async or not) with the settings of `twin` (None: the defaults)."""
@@ -136,13 +137,31 @@ class SDKSummarizer(LLMSummarizer):
         """The sync client every call goes through, made on first use when none was given."""
         if self.client is None:
             self.client = self._new_client(False, self.async_client)
+            self._owned.append(self.client)
         return self._with_options(self.client)
 
     def async_client_for_call(self) -> Any:
         """The async client every `acall` goes through, made on first use when none was given."""
         if self.async_client is None:
             self.async_client = self._new_client(True, self.client)
+            self._owned.append(self.async_client)
         return self._with_options(self.async_client)
+
+    def close(self) -> None:
+        """Close the sync client this summarizer made itself (clients passed in are the
+        caller's to close)."""
+        if self.client is not None and self.client in self._owned:
+            self._owned.remove(self.client)
+            self.client.close()
+            self.client = None
+
+    async def aclose(self) -> None:
+        """Close the clients this summarizer made itself, async and sync."""
+        if self.async_client is not None and self.async_client in self._owned:
+            self._owned.remove(self.async_client)
+            await self.async_client.close()
+            self.async_client = None
+        self.close()
 
 
 def model_window(model: str) -> int:

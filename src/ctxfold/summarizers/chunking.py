@@ -15,6 +15,7 @@ An SDK error the send raises is thrown back into the generator: when it is a con
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -33,8 +34,11 @@ Build = Callable[..., SummaryRequest]
 PROMPT_MARGIN = 64
 """Tokens kept free for what the counter cannot see: chat framing, the SDK's own fields."""
 
-MAX_REPLANS = 6
-"""How many times a piece that overflowed is planned again, smaller, before giving up."""
+MAX_REPLANS = 8
+"""How many times a request that overflowed is planned again, smaller, before giving up."""
+
+MAX_LEVELS = 8
+"""How many rounds of combining summaries of summaries are tried before giving up."""
 
 MIN_CLIP_TOKENS = 16
 """No message is clipped below this many tokens, so each keeps its start and its end."""
@@ -66,10 +70,16 @@ class Bound:
     def fits(self, request: SummaryRequest) -> bool:
         return self.size(request) <= self.limit
 
-    def tighter(self, request: SummaryRequest) -> Bound:
-        """A bound under which `request` no longer fits: what to plan with after an overflow."""
-        limit = min(self.limit, self.size(request)) * 3 // 5
-        return replace(self, window=limit + self.max_output + PROMPT_MARGIN)
+    def tighter(self, request: SummaryRequest, stated: int | None = None) -> Bound:
+        """A bound under which `request` no longer fits: what to plan with after an overflow.
+
+        With the window the error stated, plan a little under it; without, halve the limit.
+        """
+        size = min(self.limit, self.size(request))
+        limit = size // 2
+        if stated is not None and stated - self.max_output - PROMPT_MARGIN > 0:
+            limit = min(size * 9 // 10, (stated - self.max_output - PROMPT_MARGIN) * 9 // 10)
+        return replace(self, window=max(limit, 1) + self.max_output + PROMPT_MARGIN)
 
 
 def bounded(request: SummaryRequest, bound: Bound, build: Build | None = None) -> Flow:
@@ -78,7 +88,7 @@ def bounded(request: SummaryRequest, bound: Bound, build: Build | None = None) -
     Yields the requests to send and receives their results. A piece that declines makes the
     whole declines (text None), with the usage spent so far and a note saying which piece.
     """
-    return _bounded(request, bound, build or _default_build(), 0)
+    return _bounded(request, _Plan(bound, build or _default_build()), 0)
 
 
 def drive(flow: Flow, send: Callable[[SummaryRequest], SummaryResult]) -> SummaryResult:
@@ -113,11 +123,23 @@ async def adrive(
             return stop.value  # type: ignore[no-any-return]
 
 
-def _bounded(request: SummaryRequest, bound: Bound, build: Build, depth: int) -> Flow:
-    if depth > MAX_REPLANS:
+@dataclass
+class _Plan:
+    """What one run has learned: the bound to plan with (it only ever tightens, after an
+    overflow, and then applies to every later piece too) and how often it tightened."""
+
+    bound: Bound
+    build: Build
+    replans: int = 0
+
+
+def _bounded(request: SummaryRequest, plan: _Plan, level: int) -> Flow:
+    bound = plan.bound
+    if plan.replans > MAX_REPLANS or level > MAX_LEVELS:
         raise SummarizerError(
             f"could not fit the stretch into the summarizer's window of {bound.window} tokens "
-            f"after {MAX_REPLANS} attempts; pass a larger window= or a smaller max_output_tokens="
+            f"({plan.replans} re-plans, {level} rounds of combining); pass a smaller window= "
+            "or a smaller max_output_tokens="
         )
     if bound.limit <= 0:
         raise SummarizerError(
@@ -130,18 +152,21 @@ def _bounded(request: SummaryRequest, bound: Bound, build: Build, depth: int) ->
         except SummarizerError as exc:
             if not is_context_overflow(exc):
                 raise
-            # Our count ran low for this model: plan again under a limit the request exceeds.
-            retried = yield from _bounded(request, bound.tighter(request), build, depth + 1)
+            # The model's window is smaller than we were told, or our count ran low for it:
+            # plan again, this request and every later one, under a limit this one exceeds.
+            plan.bound = bound.tighter(request, stated_window(exc))
+            plan.replans += 1
+            retried = yield from _bounded(request, plan, level)
             return _merged([retried], retried.text, f"re-planned after an overflow: {exc}")
 
-    pieces = split(request, bound, build)
+    pieces = split(request, bound, plan.build)
     if len(pieces) == 1:
         # One unit too large even alone, now clipped: its summary needs no combining.
-        only = yield from _bounded(pieces[0], bound, build, depth + 1)
+        only = yield from _bounded(pieces[0], plan, level)
         return _merged([only], only.text, "clipped to fit the summarizer's window")
     results: list[SummaryResult] = []
     for number, piece in enumerate(pieces, 1):
-        result = yield from _bounded(piece, bound, build, depth + 1)
+        result = yield from _bounded(piece, plan, level)
         results.append(result)
         if not (result.text and result.text.strip()):
             return _merged(results, None, f"piece {number} of {len(pieces)} declined")
@@ -149,7 +174,7 @@ def _bounded(request: SummaryRequest, bound: Bound, build: Build, depth: int) ->
         Message("user", f"Summary of part {n} of {len(results)}:\n{r.text}")
         for n, r in enumerate(results, 1)
     )
-    combine = build(
+    combine = plan.build(
         summaries,
         synthetic=frozenset(range(len(summaries))),
         max_tokens=request.max_tokens,
@@ -157,9 +182,28 @@ def _bounded(request: SummaryRequest, bound: Bound, build: Build, depth: int) ->
         tokens=sum(bound.counter.count_message(m) for m in summaries),
     )
     combine = replace(combine, identifiers=request.identifiers or combine.identifiers)
-    final = yield from _bounded(combine, bound, build, depth + 1)
+    final = yield from _bounded(combine, plan, level + 1)
     results.append(final)
     return _merged(results, final.text, f"read in {len(pieces)} pieces, then combined")
+
+
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d+)|> (\d+) maximum|context window of (\d+)", re.IGNORECASE
+)
+
+
+def stated_window(exc: BaseException) -> int | None:
+    """The window an overflow error states ("maximum context length is 8192 tokens",
+    "... tokens > 200000 maximum"), searching the chain of causes; None when none says."""
+    current: BaseException | None = exc
+    for _ in range(16):
+        if current is None:
+            return None
+        match = _STATED_WINDOW.search(str(current))
+        if match:
+            return int(next(group for group in match.groups() if group))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def split(
@@ -182,10 +226,13 @@ def split(
             f"{bound.limit} prompt tokens the summarizer's window allows"
         )
     costs = [sum(bound.counter.count_message(m) for m in messages[a:b]) for a, b in segments]
+    # Aim for pieces of even size: a greedy fill would leave a small last piece, and a summary
+    # of a sliver is hard to tell from a copy of it.
+    target = sum(costs) / max(1, -(-sum(costs) // room))
     groups: list[list[tuple[int, int]]] = [[]]
     used = 0
     for segment, cost in zip(segments, costs, strict=True):
-        if groups[-1] and used + cost > room:
+        if groups[-1] and (used + cost > room or used >= target):
             groups.append([])
             used = 0
         groups[-1].append(segment)

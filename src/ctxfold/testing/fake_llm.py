@@ -77,8 +77,8 @@ class RecordedRequest:
 
 
 def default_reply(request: RecordedRequest) -> str:
-    """A plausible sectioned summary of the record in the request's user message: the first
-    user line as the objective, and the path-, URL-, hash- and id-like words as identifiers."""
+    """A plausible sectioned summary of the record in the request's user message: the start of
+    the first user line as the objective, and a few path-, URL-, hash- and id-like words."""
     record = request.user
     lines = [line.strip() for line in record.splitlines() if line.strip()]
     # The fence lines and the record's preface are framing, not content.
@@ -87,11 +87,11 @@ def default_reply(request: RecordedRequest) -> str:
         (after for before, after in pairwise(body) if _USER_ENTRY.match(before)),
         body[0] if body else "nothing",
     )
-    found = [i for i in dict.fromkeys(_IDENTIFIER.findall("\n".join(body))) if i][:40]
+    found = [i for i in dict.fromkeys(_IDENTIFIER.findall("\n".join(body))) if i][:8]
     return "\n".join(
         [
             "## Objective",
-            f"- {objective[:200]}",
+            f"- {' '.join(objective.split()[:12])}",
             "## Decisions",
             "- nothing",
             "## Work done",
@@ -164,7 +164,10 @@ class FakeLLMServer:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval makes stop() quick; the server is idle between test requests.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
