@@ -1,0 +1,293 @@
+"""Sessions and the projection: the log keeps everything, the projection shows what the model sees.
+
+Compaction events here are written by hand; the compaction engine has its own tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
+from ctxfold.events import COMPACTION, MASK, NewEvent
+from ctxfold.messages import Message, ToolCall
+from ctxfold.session import AsyncSession, Session
+from ctxfold.storage import MemoryStore, SQLiteStore
+from ctxfold.tokens import HeuristicCounter
+
+
+def conversation() -> list[Message]:
+    return [
+        Message("system", "You are a coding agent."),
+        Message("user", "Fix the failing test in tests/test_io.py"),
+        Message("assistant", None, (ToolCall("c1", "bash", '{"cmd": "pytest -x"}'),)),
+        Message("tool", "FAILED tests/test_io.py::test_read - KeyError: 'mode'", tool_call_id="c1"),
+        Message("assistant", "The reader ignores the mode argument; patching src/io.py."),
+        Message("user", "Also update the changelog."),
+        Message("assistant", None, (ToolCall("c2", "edit", '{"path": "CHANGES.md"}'),)),
+        Message("tool", "edited CHANGES.md", tool_call_id="c2"),
+    ]
+
+
+def summary(first: int, last: int, text: str = "Summary of earlier work.") -> NewEvent:
+    return NewEvent(
+        COMPACTION,
+        {
+            "first": first,
+            "last": last,
+            "message": Message("user", text).to_dict(),
+            "kind": "summary",
+        },
+    )
+
+
+@pytest.fixture
+def session() -> Session:
+    s = MemoryStore().session("s1")
+    s.append(conversation())
+    return s
+
+
+def test_messages_project_in_append_order(session: Session) -> None:
+    """Messages come back exactly as appended, in order."""
+    assert session.messages() == conversation()
+
+
+def test_l1_compaction_is_an_event_and_originals_stay(session: Session) -> None:
+    """L1: compacting appends a compaction event; session.events() still returns every original."""
+    session.append(summary(2, 5))
+    events = session.events()
+    assert [e.type for e in events] == ["message"] * 8 + [COMPACTION]
+    assert [e.message for e in events[:8]] == conversation()
+
+
+def test_l2_whole_history_compaction_then_new_message(session: Session) -> None:
+    """L2: after compacting the whole history the projection is the system block plus one
+    summary, and a new user message projects after the summary."""
+    session.append(summary(2, 8, "Everything so far."))
+    assert [m.content for m in session.messages()] == [
+        "You are a coding agent.",
+        "Everything so far.",
+    ]
+    session.append(Message("user", "Next: release it."))
+    assert [m.content for m in session.messages()][1:] == [
+        "Everything so far.",
+        "Next: release it.",
+    ]
+
+
+def test_l3_second_summary_covers_the_first(session: Session) -> None:
+    """L3: compact, add a turn, compact again: the second summary replaces the first summary plus
+    what followed, and only it shows."""
+    (first,) = session.append(summary(2, 5, "first summary"))
+    session.append([Message("user", "And run the linter."), Message("assistant", "Lint is clean.")])
+    last = session.events()[-1].seq
+    session.append(summary(first.seq, last, "second summary"))
+    contents = [m.content for m in session.messages()]
+    assert contents == ["You are a coding agent.", "second summary"]
+    assert session.items()[1].covers == (2, last)
+
+
+def test_l4_middle_range_lands_in_place(session: Session) -> None:
+    """L4: a compaction of a middle range lands where the range stood; what came before and
+    after keeps its order."""
+    session.append(summary(3, 5, "middle"))
+    contents = [m.content for m in session.messages()]
+    assert contents == [
+        "You are a coding agent.",
+        "Fix the failing test in tests/test_io.py",
+        "middle",
+        "Also update the changelog.",
+        None,
+        "edited CHANGES.md",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "why"),
+    [
+        (3, 3, "split a tool call"),  # the call without its result
+        (4, 5, "split a tool call"),  # the result without its call
+        (1, 3, "system block"),
+        (5, 2, "reversed"),
+        (2, 99, "not in the current projection"),
+    ],
+)
+def test_l10_invalid_edit_is_refused_and_nothing_written(
+    session: Session, first: int, last: int, why: str
+) -> None:
+    """L10: an edit that is not contiguous, reversed, touches the system block or would split a
+    tool call from its result is refused at append time, and nothing is written."""
+    before = session.store.last_seq("s1")
+    with pytest.raises(InvalidHistoryError, match=why):
+        session.append(summary(first, last))
+    assert session.store.last_seq("s1") == before
+
+
+def test_l10_range_that_is_no_longer_contiguous_is_refused(session: Session) -> None:
+    """L10: after a compaction, a second edit naming a replaced item or a stale id list is refused."""
+    session.append(summary(2, 5))
+    with pytest.raises(InvalidHistoryError):
+        session.append(summary(3, 8))
+    stale = summary(6, 8).data | {"replaced": [6, 8]}
+    with pytest.raises(InvalidHistoryError, match="not contiguous"):
+        session.append(NewEvent(COMPACTION, stale))
+
+
+def test_l10_pending_call_is_never_compacted() -> None:
+    """L10: a compaction that would drop a call still waiting for its result is refused."""
+    s = MemoryStore().session("p")
+    s.append(conversation()[:3])  # the call c1 has no result yet
+    with pytest.raises(InvalidHistoryError, match="pending"):
+        s.append(summary(2, 3))
+
+
+def test_l10_batch_is_checked_as_a_whole() -> None:
+    """L10: a batch whose second edit is invalid (given the first) writes nothing at all."""
+    s = MemoryStore().session("b")
+    s.append(conversation())
+    with pytest.raises(InvalidHistoryError):
+        s.append([summary(2, 5), summary(3, 6)])
+    assert len(s.events()) == 8
+    # Whereas a second edit that names the first edit's item (seq 9) is fine.
+    s.append([summary(2, 5), summary(9, 8, "both")])
+    assert [m.content for m in s.messages()] == ["You are a coding agent.", "both"]
+
+
+def test_mask_replaces_tool_output_and_keeps_call_id(session: Session) -> None:
+    """A mask replaces a tool result's content in place and keeps its call id."""
+    session.append(NewEvent(MASK, {"items": [{"id": 4, "content": "[cleared]"}]}))
+    masked = session.messages()[3]
+    assert (masked.role, masked.content, masked.tool_call_id) == ("tool", "[cleared]", "c1")
+    with pytest.raises(InvalidHistoryError, match="not a tool result"):
+        session.append(NewEvent(MASK, {"items": [{"id": 2, "content": "x"}]}))
+
+
+def test_l11_reopening_gives_identical_projection(tmp_path: Path) -> None:
+    """L11: reopening a session from its store in a new process gives the same projection."""
+    db = tmp_path / "log.db"
+    store = SQLiteStore(db)
+    s = store.session("s")
+    s.append(conversation())
+    s.append(summary(2, 5, "sum"))
+    s.append(NewEvent(MASK, {"items": [{"id": 8, "content": "[cleared]"}]}))
+    expected = [m.to_json() for m in s.messages()]
+    store.close()
+    code = (
+        "import sys; from ctxfold.storage import SQLiteStore;"
+        "s = SQLiteStore(sys.argv[1]).session('s');"
+        "print('\\n'.join(m.to_json() for m in s.messages()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines() == expected
+
+
+def test_messages_is_incremental(session: Session) -> None:
+    """After the first call, messages() reads only the events it has not folded yet."""
+    reads: list[int] = []
+    store = session.store
+    original = store.read
+
+    def counting_read(session_id: str, after: int = 0) -> list:  # type: ignore[type-arg]
+        events = original(session_id, after)
+        reads.append(len(events))
+        return events
+
+    store.read = counting_read  # type: ignore[method-assign]
+    session.messages()
+    session.append(Message("user", "one more"))
+    session.messages()
+    assert max(reads) <= 1
+
+
+def test_other_writers_are_seen(session: Session) -> None:
+    """A second Session object on the same store sees what the first appended."""
+    other = session.store.session("s1")
+    other.append(Message("user", "from elsewhere"))
+    assert session.messages()[-1].content == "from elsewhere"
+
+
+def test_edit_with_stale_expected_seq_conflicts(session: Session) -> None:
+    """An edit planned against an older seq fails with ConflictError instead of landing."""
+    with pytest.raises(ConflictError):
+        session.append(summary(2, 5), expected_seq=3)
+
+
+def test_append_rejects_non_messages(session: Session) -> None:
+    """Appending something that is neither a Message nor a NewEvent names its position."""
+    with pytest.raises(InvalidInputError, match="item 1"):
+        session.append([Message("user", "ok"), {"role": "user"}])  # type: ignore[list-item]
+
+
+def test_pins_survive_reopening(tmp_path: Path) -> None:
+    """Pinned items are stored, so a reopened session still knows them."""
+    store = SQLiteStore(tmp_path / "p.db")
+    store.session("s").append(conversation())
+    store.session("s").pin(2)
+    s = store.session("s")
+    s.messages()
+    assert s.pinned == frozenset({2})
+    s.unpin(2)
+    assert s.pinned == frozenset()
+
+
+def test_estimate_is_usage_anchored(session: Session) -> None:
+    """The estimate starts from the provider's reported prompt tokens and adds counts after."""
+    counter = HeuristicCounter()
+    counted = session.estimate(counter)
+    session.record_usage(1000)
+    assert session.estimate(counter) == 1000
+    session.append(Message("user", "x" * 400))
+    assert session.estimate(counter) == 1000 + counter.count_message(Message("user", "x" * 400))
+    assert counted != 1000
+
+
+def test_usage_for_an_earlier_request_counts_what_came_after(session: Session) -> None:
+    """Usage recorded for the request after seq 6 adds the counts of items 7 and 8."""
+    counter = HeuristicCounter()
+    session.record_usage(500, after_seq=6)
+    later = sum(counter.count_message(m) for m in conversation()[6:])
+    assert session.estimate(counter) == 500 + later
+
+
+def test_async_session_does_not_block_the_loop(tmp_path: Path) -> None:
+    """AsyncSession runs store I/O in worker threads: the event loop keeps ticking meanwhile."""
+    store = SQLiteStore(tmp_path / "a.db")
+    session = AsyncSession(store.session("a"))
+    loop_thread: list[int] = []
+    io_threads: set[int] = set()
+    original = store.append
+
+    def append(*args, **kwargs):  # type: ignore[no-untyped-def]
+        io_threads.add(threading.get_ident())
+        return original(*args, **kwargs)
+
+    store.append = append  # type: ignore[method-assign]
+
+    async def main() -> list[Message]:
+        loop_thread.append(threading.get_ident())
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        for message in conversation():
+            await session.append(message)
+        messages = await session.messages()
+        task.cancel()
+        assert ticks > 0
+        return messages
+
+    assert asyncio.run(main()) == conversation()
+    assert io_threads and loop_thread[0] not in io_threads
