@@ -130,7 +130,7 @@ def test_l10_invalid_edit_is_refused_and_nothing_written(
 
 
 def test_l10_range_that_is_no_longer_contiguous_is_refused(session: Session) -> None:
-    """L10: after a compaction, a second edit naming a replaced item or a stale id list is refused."""
+    """L10: after a compaction, an edit naming a replaced item or a stale id list is refused."""
     session.append(summary(2, 5))
     with pytest.raises(InvalidHistoryError):
         session.append(summary(3, 8))
