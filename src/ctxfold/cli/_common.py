@@ -190,6 +190,16 @@ def open_database(url: str | None) -> StoreBase:
     return open_store(url or default_database_url())
 
 
+def check_writable(path: Path) -> None:
+    """Fail before any work when `path` cannot be written: its folder must exist."""
+    if str(path) == "-":
+        return
+    if path.is_dir():
+        raise InvalidInputError(f"cannot write {path}: it is a folder")
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"cannot write {path}: folder {path.parent} does not exist")
+
+
 def echo_json(data: Any) -> None:
     """One JSON object on stdout, keys in a stable order."""
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))

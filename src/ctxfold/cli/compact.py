@@ -10,6 +10,7 @@ import click
 
 from ctxfold.cli._common import (
     build_summarizer,
+    check_writable,
     echo_json,
     parse_target,
     read_transcript,
@@ -84,6 +85,8 @@ def compact(
     from ctxfold.compactor import compact_messages
     from ctxfold.tokens import counter
 
+    destination = output or input.with_name(f"{input.name.removesuffix('.jsonl')}.compacted.jsonl")
+    check_writable(destination)
     transcript = read_transcript(input)
     budget = build_budget(window, model, target, keep_recent_tokens)
     out_format = fmt or transcript.format
@@ -104,7 +107,6 @@ def compact(
         for problem in problems:
             click.echo(f"ctxfold: error: compacted history is invalid: {problem}", err=True)
         sys.exit(1)
-    destination = output or input.with_name(f"{input.name.removesuffix('.jsonl')}.compacted.jsonl")
     if str(destination) == "-":
         _write_stdout(result.messages, out_format)
     else:
@@ -133,18 +135,28 @@ def build_budget(
     keep_recent_tokens: int | None,
 ) -> Budget:
     """The budget the options describe; exactly one of --window and --model is needed."""
-    from ctxfold.tokens import Budget
+    from ctxfold.tokens import Budget, lookup
 
     if (window is None) == (model is None):
         raise click.UsageError("give either --window N or --model NAME (one of them, not both)")
+    if model is not None and lookup(model) is None:
+        raise BudgetError(f"unknown model {model!r}; give its context window with --window N")
     fields: dict[str, Any] = {}
     if target is not None:
         fields["target"] = target
     if keep_recent_tokens is not None:
         fields["keep_recent_tokens"] = keep_recent_tokens
-    if model is not None:
-        return Budget.for_model(model, **fields)
-    return Budget(window=window, **fields)  # type: ignore[arg-type]
+    try:
+        if model is not None:
+            return Budget.for_model(model, **fields)
+        return Budget(window=window, **fields)  # type: ignore[arg-type]
+    except BudgetError as exc:
+        given = " ".join(
+            f"{flag} {value}"
+            for flag, value in (("--window", window), ("--model", model), ("--target", target))
+            if value is not None
+        )
+        raise BudgetError(f"{given}: {exc}") from None
 
 
 def report_dict(report: CompactionReport) -> dict[str, Any]:

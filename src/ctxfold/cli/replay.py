@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxfold.cli._common import echo_json, read_transcript, tokens
+from ctxfold.cli._common import check_writable, echo_json, read_transcript, tokens
+from ctxfold.errors import BudgetError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,6 +47,9 @@ def replay(input: Path, window: int, db: Path | None, report: Path | None, as_js
     Example:
       ctxfold replay run.jsonl --window 16000 --report report.html
     """
+    for path in (db, report):
+        if path is not None:
+            check_writable(path)
     transcript = read_transcript(input)
     result = run_replay(transcript.messages, window, db=db, session_prefix=input.stem)
     if report is not None:
@@ -72,9 +76,15 @@ def run_replay(
     from ctxfold.storage import MemoryStore, SQLiteStore
     from ctxfold.tokens import Budget, counter
 
+    count = counter("auto")
+    system = sum(count.count_message(m) for m in messages if m.role == "system")
+    if system > window:
+        raise BudgetError(
+            f"the system prompt alone takes {system:,} tokens, more than the "
+            f"{window:,}-token window; raise --window"
+        )
     store: StoreBase = SQLiteStore(str(db)) if db is not None else MemoryStore()
     with store, _progress(len(messages)) as advance:
-        count = counter("auto")
         session = store.session(_fresh_id(store, f"replay-{session_prefix}"), counter=count)
         compactor = Compactor(Budget(window=window), counter=count)
         return replay_messages(session, messages, compactor, counter=count, progress=advance)

@@ -1,0 +1,130 @@
+"""`ctxfold.replay.replay`: a transcript played into a session as a live agent would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxfold.compactor import Compactor
+from ctxfold.demo_session import generate
+from ctxfold.errors import BudgetError
+from ctxfold.events import MESSAGE
+from ctxfold.messages import Message, validate
+from ctxfold.replay import replay
+from ctxfold.storage import MemoryStore, SQLiteStore
+from ctxfold.tokens import Budget, counter
+
+COUNTER = counter("auto")
+
+
+def _replay(messages: list[Message], window: int, **budget: object):  # type: ignore[no-untyped-def]
+    session = MemoryStore().session("r", counter=COUNTER)
+    compactor = Compactor(Budget(window=window, **budget), counter=COUNTER)  # type: ignore[arg-type]
+    return session, replay(session, messages, compactor, counter=COUNTER)
+
+
+def test_one_request_before_each_assistant_message() -> None:
+    """The model is asked once per assistant message, after the tool results it answers are in."""
+    messages = generate(seed=1, steps=20)
+    _, result = _replay(messages, 200_000)
+    assistants = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    assert [r.message for r in result.requests] == assistants
+    assert [r.turn for r in result.requests] == list(range(1, len(assistants) + 1))
+
+
+def test_a_transcript_ending_on_a_tool_result_still_gets_its_last_request() -> None:
+    """A transcript that stops before the model answered counts the request it was waiting for."""
+    messages = generate(seed=1, steps=5)[:-1]
+    assert messages[-1].role == "tool"
+    _, result = _replay(messages, 200_000)
+    assert result.requests[-1].message == len(messages)
+
+
+def test_without_compaction_every_request_extends_the_previous_one() -> None:
+    """Under the trigger nothing is rewritten: each request starts with the whole previous one,
+    no summarizer is called, and the last request is the whole transcript."""
+    messages = generate(seed=2, steps=30)
+    _, result = _replay(messages, 500_000)
+    assert result.compactions == () and result.summarizer_calls == 0
+    for previous, request in zip(result.requests, result.requests[1:], strict=False):
+        assert request.prefix_tokens == previous.request_tokens
+        assert request.request_tokens > previous.request_tokens
+    assert result.requests[0].prefix_tokens == 0
+    assert result.reused_tokens == sum(r.request_tokens for r in result.requests[:-1])
+    assert 0 < result.cache_reuse < 1
+
+
+def test_a_small_window_compacts_several_times_and_keeps_every_request_inside_it() -> None:
+    """At 16,000 tokens the demo session compacts several times; every request fits the window,
+    each compaction ran at the trigger, and the request after it shares less than a full prefix."""
+    messages = generate(seed=0, steps=60)
+    session, result = _replay(messages, 16_000)
+    assert result.original_tokens > 2 * 16_000
+    assert len(result.compactions) >= 3
+    assert all(r.tokens <= result.window for r in result.requests)
+    for c in result.compactions:
+        request = result.requests[c.turn - 1]
+        assert request.compaction is not None
+        assert request.tokens_before >= result.trigger
+        assert request.tokens < request.tokens_before
+        assert request.prefix_tokens < result.requests[c.turn - 2].request_tokens
+    assert result.summarizer_calls == sum(c.report.summarizer_calls for c in result.compactions)
+    assert [p for p in validate(session.messages()) if p.severity == "error"] == []
+
+
+def test_l1_the_log_keeps_every_replayed_message() -> None:
+    """Compactions are events beside the originals: every transcript message is still in the log."""
+    messages = generate(seed=3, steps=40)
+    session, result = _replay(messages, 12_000)
+    assert result.compactions
+    logged = [e.message for e in session.events() if e.type == MESSAGE]
+    assert logged == messages
+
+
+def test_l11_a_replay_into_sqlite_reopens_to_the_same_projection(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Replayed into a SQLite file, the session reads back the same from a new store object."""
+    messages = generate(seed=4, steps=40)
+    path = tmp_path / "replay.db"
+    with SQLiteStore(str(path)) as store:
+        session = store.session("r", counter=COUNTER)
+        replay(session, messages, Compactor(Budget(window=12_000), counter=COUNTER))
+        projected = session.messages()
+    with SQLiteStore(str(path)) as store:
+        assert store.session("r").messages() == projected
+
+
+def test_progress_is_told_about_every_message() -> None:
+    """The progress callback hears of each appended message, so a bar reaches its end."""
+    messages = generate(seed=5, steps=10)
+    seen: list[int] = []
+    session = MemoryStore().session("r")
+    replay(session, messages, Compactor(Budget(window=100_000)), progress=seen.append)
+    assert sum(seen) == len(messages)
+
+
+def test_a_compactor_without_a_budget_is_refused() -> None:
+    """Replaying needs a trigger; a compactor with no budget is a clear error, not a silent run."""
+    with pytest.raises(BudgetError, match="budget"):
+        replay(MemoryStore().session("r"), generate(steps=3), Compactor(None))
+
+
+def test_the_result_is_json_ready() -> None:
+    """`to_dict` has the documented keys and survives json.dumps."""
+    _, result = _replay(generate(seed=6, steps=30), 10_000)
+    data = json.loads(json.dumps(result.to_dict()))
+    for key in ("window", "trigger", "target", "requests", "compactions", "summarizer_calls",
+                "cache_reuse", "reused_tokens", "requested_tokens", "turns"):  # fmt: skip
+        assert key in data
+    assert len(data["turns"]) == data["requests"] == len(result.requests)
+    assert data["compactions"][0]["tokens_before"] == result.compactions[0].report.tokens_before
+
+
+@pytest.mark.slow
+def test_a_long_session_replays_within_the_window() -> None:
+    """A 2,000-step session (over a million characters) replays with every request in the window."""
+    messages = generate(seed=7, steps=2000)
+    _, result = _replay(messages, 32_000)
+    assert len(result.requests) == 2001
+    assert result.peak_tokens <= 32_000
+    assert len(result.compactions) > 20
