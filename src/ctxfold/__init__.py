@@ -1,5 +1,23 @@
-"""ctxfold: keep long-running LLM agent conversations inside the context window."""
+"""ctxfold: keep long-running LLM agent conversations inside the context window.
 
+A session's log is durable and append-only; compactions are events in it; the projection is what
+the model is sent; a ladder of strategies (clear old tool output, summarize, drop as a last
+resort) brings the projection back under budget.
+
+>>> import ctxfold
+>>> session = ctxfold.MemoryStore().session("demo")
+>>> compactor = ctxfold.Compactor(ctxfold.Budget.for_model("gpt-4o"))
+"""
+
+from ctxfold.compactor import (
+    Compacted,
+    CompactionContext,
+    CompactionReport,
+    CompactionStart,
+    Compactor,
+    acompact_messages,
+    compact_messages,
+)
 from ctxfold.errors import (
     BudgetError,
     ConflictError,
@@ -9,19 +27,108 @@ from ctxfold.errors import (
     MissingDependencyError,
     SummarizerError,
 )
-from ctxfold.messages import Message, ToolCall
+from ctxfold.events import Event, NewEvent
+from ctxfold.messages import (
+    Message,
+    Problem,
+    ToolCall,
+    from_anthropic,
+    from_openai,
+    is_valid,
+    read_jsonl,
+    repair,
+    to_anthropic,
+    to_openai,
+    validate,
+    write_jsonl,
+)
+from ctxfold.overflow import is_context_overflow
+from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
+from ctxfold.projection import Item
+from ctxfold.protocols import EventStore, TokenCounter
+from ctxfold.session import AsyncSession, Session
+from ctxfold.storage import MemoryStore, SQLiteStore, open_store
+from ctxfold.summarizers import (
+    ExtractiveSummarizer,
+    FallbackSummarizer,
+    SummaryRequest,
+    SummaryResult,
+    redact_secrets,
+)
+from ctxfold.tokens import Budget, HeuristicCounter, ModelInfo, Tally, TiktokenCounter, counter
+
+compact = compact_messages
+"""`ctxfold.compact(messages, budget, ...)`: compact a plain list; see `compact_messages`."""
+acompact = acompact_messages
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # PostgresStore needs the postgres extra only when it is built, not on import.
+    if name == "PostgresStore":
+        from ctxfold.storage.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module 'ctxfold' has no attribute {name!r}")
+
+
 __all__ = [
+    "AsyncSession",
+    "Budget",
     "BudgetError",
+    "ClearToolResults",
+    "Compacted",
+    "CompactionContext",
+    "CompactionReport",
+    "CompactionStart",
+    "Compactor",
     "ConflictError",
     "CtxfoldError",
+    "Event",
+    "EventStore",
+    "ExtractiveSummarizer",
+    "FallbackSummarizer",
+    "HeuristicCounter",
     "InvalidHistoryError",
     "InvalidInputError",
+    "Item",
+    "MemoryStore",
     "Message",
     "MissingDependencyError",
+    "ModelInfo",
+    "NewEvent",
+    "Pipeline",
+    "PostgresStore",
+    "Problem",
+    "SQLiteStore",
+    "Session",
+    "SlidingWindow",
+    "Strategy",
+    "Summarize",
     "SummarizerError",
+    "SummaryRequest",
+    "SummaryResult",
+    "Tally",
+    "TiktokenCounter",
+    "TokenCounter",
     "ToolCall",
     "__version__",
+    "acompact",
+    "acompact_messages",
+    "compact",
+    "compact_messages",
+    "counter",
+    "from_anthropic",
+    "from_openai",
+    "is_context_overflow",
+    "is_valid",
+    "open_store",
+    "read_jsonl",
+    "redact_secrets",
+    "repair",
+    "to_anthropic",
+    "to_openai",
+    "validate",
+    "write_jsonl",
 ]
