@@ -65,9 +65,13 @@ class Compactor:
                 f"summary_role must be user, assistant or system, not {summary_role!r}"
             )
         self.budget = budget
-        self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
-        self.pipeline = pipeline or Pipeline.default()
         self.counter = counter or make_counter("auto")
+        self.summarizer = (
+            summarizer
+            if summarizer is not None
+            else ExtractiveSummarizer(count=self.counter.count_text)
+        )
+        self.pipeline = pipeline or Pipeline.default()
         self.on_compact = on_compact
         self.redact = redact
         self.tools = list(tools or [])

@@ -11,7 +11,6 @@ summarizer's answer).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 
 from ctxfold.compactor.callback import CompactionContext
 from ctxfold.compactor.report import CompactionReport, Reason
-from ctxfold.errors import ConflictError, SummarizerError
+from ctxfold.errors import ConflictError
 from ctxfold.events import COMPACTION, MASK, Event, NewEvent
 from ctxfold.pipeline.base import Pipeline, StrategyEffect, SummaryCall
 from ctxfold.pipeline.view import WorkingView
@@ -27,7 +26,7 @@ from ctxfold.projection import Item
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import Session
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
-from ctxfold.summarizers.base import normalize_result
+from ctxfold.summarizers.base import as_summarizer
 
 Callback = Callable[[CompactionContext], Any]
 
@@ -210,16 +209,7 @@ def run_sync(run: Generator[Step, Any, Any], default: Any) -> Any:
     """Drive a run, calling summarizers and callbacks directly."""
 
     def resolve(request: SummaryRequest, summarizer: Any = None) -> SummaryResult | None:
-        fn = summarizer if summarizer is not None else default
-        answer = fn(request)
-        if inspect.isawaitable(answer):
-            close = getattr(answer, "close", None)
-            if close:
-                close()
-            raise SummarizerError(
-                f"{fn!r} is async; use the async methods (acompact, amaybe_compact)"
-            )
-        return normalize_result(answer)
+        return as_summarizer(summarizer if summarizer is not None else default)(request)
 
     return _drive(run, resolve, lambda step: _call_back(step, resolve))
 
@@ -230,18 +220,11 @@ async def run_async(run: Generator[Step, Any, Any], default: Any) -> Any:
     loop = asyncio.get_running_loop()
 
     async def aresolve(request: SummaryRequest, summarizer: Any = None) -> SummaryResult | None:
-        fn = summarizer if summarizer is not None else default
-        acall = getattr(fn, "acall", None)
-        if acall is not None:
-            return normalize_result(await acall(request))
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
-        ):
-            return normalize_result(await fn(request))
-        answer = await asyncio.to_thread(fn, request)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return normalize_result(answer)
+        chosen = as_summarizer(summarizer if summarizer is not None else default)
+        if chosen.is_async or callable(getattr(chosen.wrapped, "acall", None)):
+            return await chosen.acall(request)
+        # A plain sync summarizer does network I/O: keep it off the event loop.
+        return await asyncio.to_thread(chosen, request)
 
     def resolve_from_thread(request: SummaryRequest) -> SummaryResult | None:
         return asyncio.run_coroutine_threadsafe(aresolve(request), loop).result()
