@@ -86,6 +86,7 @@ CASES: list[Case] = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("how", WAYS)
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     case: Case,
