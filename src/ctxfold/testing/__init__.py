@@ -1,14 +1,20 @@
 """Helpers for testing code built on ctxfold, and for testing new stores.
 
-`EventStoreContract` (in `ctxfold.testing.store_contract`, which needs pytest) is the suite
-every store passes; subclass it to check a store of your own.
+- `FunctionSummarizer`: a summarizer test double that records the requests it got.
+- `FakeLLMServer`: a local HTTP server on 127.0.0.1 that answers like the OpenAI and Anthropic
+  APIs (completions, errors, timeouts), for testing LLM summarizers with the real SDK clients.
+- `EventStoreContract` (in `ctxfold.testing.store_contract`, which needs pytest): the suite every
+  store passes; subclass it to check a store of your own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EventStoreContract"]
+from ctxfold.testing.doubles import FunctionSummarizer
+from ctxfold.testing.fake_llm import FakeLLMServer
+
+__all__ = ["EventStoreContract", "FakeLLMServer", "FunctionSummarizer"]
 
 
 def __getattr__(name: str) -> Any:
