@@ -99,3 +99,45 @@ def test_demo_runs_offline_and_writes_session_and_report(how: str, tmp_path: Pat
     assert "prompt-cache reuse:" in outcome.stdout
     checked = run_cli(["validate", str(out / "session.jsonl")], how="runner", home=tmp_path)
     assert checked.code == 0
+
+
+def test_a_terminal_gets_a_progress_bar(demo_file: Path, tmp_path: Path) -> None:
+    """With stderr on a terminal, replay draws a progress bar there; stdout stays the report."""
+    pty = pytest.importorskip("pty")
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    leader, follower = pty.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:
+        # Read while the command runs: a full terminal buffer would block its writes.
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything has been read
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxfold", "replay", str(demo_file), "--window", "16000"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env={**os.environ, "HOME": str(tmp_path), "TERM": "xterm"},
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+        reader.join(timeout=30)
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"replaying" in drawn and b"100%" in drawn
+    assert b"replaying" not in done.stdout
