@@ -23,7 +23,8 @@ def demo(out: Path) -> None:
     """Generate a realistic coding-agent session, replay it at a 16,000-token window, and write
     an HTML report. Needs no network and no API key.
 
-    Writes OUT/session.jsonl (the generated transcript, OpenAI format) and OUT/report.html.
+    Writes OUT/session.jsonl (the generated transcript, OpenAI format), OUT/demo.db (the
+    session's event log in SQLite, the embedded default store) and OUT/report.html.
 
     \b
     Example:
@@ -39,9 +40,11 @@ def demo(out: Path) -> None:
     session_path = out / "session.jsonl"
     write_jsonl(session_path, messages, format="openai")
     click.echo(f"generated {session_path}: a coding-agent session of {len(messages)} messages")
-    result = run_replay(messages, DEMO_WINDOW, db=None, session_prefix="demo")
+    db_path = out / "demo.db"
+    result = run_replay(messages, DEMO_WINDOW, db=db_path, session_prefix="demo")
     report_path = out / "report.html"
     write_html(report_path, result, title="ctxfold demo: a coding-agent session")
     print_replay(result, str(session_path))
+    click.echo(f"log: {db_path} (try: ctxfold sessions list -d sqlite:///{db_path})")
     click.echo(f"report: {report_path} (open it in a browser)")
     click.echo(f"next: ctxfold compact {session_path} --window 8000 -o {out / 'compacted.jsonl'}")
