@@ -139,7 +139,7 @@ async def test_the_async_compactor_uses_the_async_client(server: FakeLLMServer) 
     summarizer = summarizer_for(server)
     compactor = Compactor(Budget(window=WINDOW), summarizer=summarizer)
     # Bounded: a driver that lost the end of the run would otherwise wait forever.
-    report = await asyncio.wait_for(compactor.acompact(session), timeout=60)
+    report = await asyncio.wait_for(compactor.acompact(session), timeout=20)
     await summarizer.aclose()
     assert report is not None and report.summarizer_calls == len(server.requests) > 0
     assert all(
