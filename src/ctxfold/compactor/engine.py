@@ -231,22 +231,32 @@ async def run_async(run: Generator[Step, Any, Any], default: Any) -> Any:
 
     # The run itself reads and appends to the store, so each resume of it happens in a worker
     # thread too: nothing but awaiting touches the event loop.
-    try:
-        step = await asyncio.to_thread(next, run)
-        while True:
-            try:
-                if isinstance(step, SummaryCall):
-                    answer: Any = await aresolve(step.request, step.summarizer)
-                else:
-                    answer = await asyncio.to_thread(
-                        _call_back, step, lambda r, s=None: resolve_from_thread(r)
-                    )
-            except Exception as exc:
-                step = await asyncio.to_thread(run.throw, exc)
+    done, step = await asyncio.to_thread(_resume, run, "next", None)
+    while not done:
+        try:
+            if isinstance(step, SummaryCall):
+                answer: Any = await aresolve(step.request, step.summarizer)
             else:
-                step = await asyncio.to_thread(run.send, answer)
+                await asyncio.to_thread(_call_back, step, lambda r, s=None: resolve_from_thread(r))
+                answer = None
+        except Exception as exc:
+            done, step = await asyncio.to_thread(_resume, run, "throw", exc)
+        else:
+            done, step = await asyncio.to_thread(_resume, run, "send", answer)
+    return step
+
+
+def _resume(run: Generator[Step, Any, Any], how: str, value: Any) -> tuple[bool, Any]:
+    """Advance `run` one step; (True, its return value) once it finishes. StopIteration must not
+    escape a worker thread: a future cannot carry it."""
+    try:
+        if how == "next":
+            return False, next(run)
+        if how == "throw":
+            return False, run.throw(value)
+        return False, run.send(value)
     except StopIteration as stop:
-        return stop.value
+        return True, stop.value
 
 
 def _drive(
