@@ -1,0 +1,75 @@
+"""`ctxfold compact --summarizer openai:MODEL|anthropic:MODEL` reaches the API through the SDKs'
+own environment variables (keys and base URLs), here pointed at a local fake API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxfold.demo_session import generate
+from ctxfold.messages import validate, write_jsonl
+from ctxfold.messages.jsonl import read_jsonl
+from ctxfold.testing import FakeLLMServer
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "run.jsonl"
+    write_jsonl(path, generate(seed=3, steps=30), format="openai")
+    return path
+
+
+def run_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "ctxfold", *args],
+        env={**base, "HOME": str(cwd), "XDG_DATA_HOME": str(cwd), **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_cli_llm_summarizer_uses_sdk_environment(
+    provider: str, transcript: Path, tmp_path: Path
+) -> None:
+    """With only the SDK's usual environment variables set, the CLI's LLM summarizer sends its
+    requests to that base URL with that key, and reports the model's usage."""
+    out = tmp_path / "small.jsonl"
+    with FakeLLMServer() as server:
+        if provider == "openai":
+            env = {"OPENAI_API_KEY": "sk-test-env", "OPENAI_BASE_URL": server.openai_base_url}
+            model = "gpt-4o-mini"
+        else:
+            env = {"ANTHROPIC_API_KEY": "test-env", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+            model = "claude-haiku-4-5"
+        # A generous target: one summary of the old steps is what it takes.
+        done = run_cli(
+            [
+                "compact", str(transcript), "--window", "16000", "--summarizer",
+                f"{provider}:{model}", "--json", "-o", str(out),
+            ],
+            env,
+            tmp_path,
+        )  # fmt: skip
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert requests, "the summarizer never reached the fake API"
+    key = env["OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"]
+    for request in requests:
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        # Depending on the SDK version the key travels as a bearer token or as x-api-key.
+        assert key in headers.get("authorization", "") + headers.get("x-api-key", "")
+    assert report["summarizer"]["model"]
+    assert report["summarizer"]["calls"] == len(requests)
+    assert report["summarizer"]["input_tokens"] > 0
+    assert report["valid"] is True
+    assert not [p for p in validate(read_jsonl(out)) if p.severity == "error"]
