@@ -26,9 +26,10 @@ class CompactionReport:
     """One compaction run, landed or not.
 
     Token figures are counts in the compactor's counter units. `fits` says whether the result
-    is within `target`; when it is not, `pinned_tokens` shows whether the pinned messages alone
-    already exceed it (V3). `landed` is False when nothing was appended (declined, nothing to
-    do, or a conflict that re-planning could not resolve).
+    is within `target`; when it is not, `pinned_tokens` shows whether what no strategy can give
+    up already exceeds it (V3): the pinned messages, plus one note (or less) for each gap between
+    them. `landed` is False when nothing was appended (declined, nothing to do, or a conflict
+    that re-planning could not resolve).
     """
 
     session_id: str | None

@@ -139,7 +139,26 @@ class WorkingView:
         return pinned | frozenset(range(self.tail_start(), len(self.items)))
 
     def pinned_tokens(self) -> int:
-        return sum(self.counts[i] for i in self.hard_pinned()) + self.fixed_tokens
+        """The fewest tokens this view can be brought down to: the pinned messages, plus, for each
+        gap between them, the smaller of what is there and the one note that would stand for it
+        (a dropped stretch always leaves a message in its place)."""
+        from ctxfold.pipeline.window import note_for
+
+        pinned = self.hard_pinned()
+        total = self.fixed_tokens
+        gap_start: int | None = None
+        for index in range(len(self.items) + 1):
+            if index < len(self.items) and index not in pinned:
+                gap_start = index if gap_start is None else gap_start
+                continue
+            if gap_start is not None:
+                note, _ = note_for(self, gap_start, index)
+                stand_in = self._count(Item(self.next_seq, note, "note"))
+                total += min(self.tokens(gap_start, index), stand_in)
+                gap_start = None
+            if index < len(self.items):
+                total += self.counts[index]
+        return total
 
     # -- editing ---------------------------------------------------------------------------
     def replace(

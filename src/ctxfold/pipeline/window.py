@@ -60,12 +60,7 @@ class SlidingWindow:
                 if tokens >= want and at_boundary:
                     break
             start = run[0].start
-            dropped = view.items[start:end]
-            turns = sum(1 for t in structure.turns if start <= t.start < end and t.user is not None)
-            low = dropped[0].covers[0] if dropped[0].covers else dropped[0].id
-            high = dropped[-1].covers[1] if dropped[-1].covers else dropped[-1].id
-            note = Message(view.summary_role, _note_text(len(dropped), turns, low, high))  # type: ignore[arg-type]
-            meta = {"dropped": len(dropped), "turns": turns}
+            note, meta = note_for(view, start, end)
             if (
                 view.replace(
                     start,
@@ -80,6 +75,17 @@ class SlidingWindow:
             ):
                 return True
         return False
+
+
+def note_for(view: WorkingView, start: int, end: int) -> tuple[Message, dict[str, int]]:
+    """The note that stands for items `[start, end)` of `view` once they are dropped."""
+    dropped = view.items[start:end]
+    structure = view.structure()
+    turns = sum(1 for t in structure.turns if start <= t.start < end and t.user is not None)
+    low = dropped[0].covers[0] if dropped[0].covers else dropped[0].id
+    high = dropped[-1].covers[1] if dropped[-1].covers else dropped[-1].id
+    note = Message(view.summary_role, _note_text(len(dropped), turns, low, high))  # type: ignore[arg-type]
+    return note, {"dropped": len(dropped), "turns": turns}
 
 
 def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:
