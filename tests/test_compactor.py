@@ -1,0 +1,394 @@
+"""The Compactor over real sessions: triggers, declines, failures, concurrent writers, budgets,
+redaction, fallback, tool schemas and the usage anchor."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfold.compactor import CompactionReport, Compactor
+from ctxfold.errors import BudgetError, CtxfoldError
+from ctxfold.events import COMPACTION, MESSAGE, Event
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages.validity import validate
+from ctxfold.pipeline import Pipeline, Summarize
+from ctxfold.session import Session
+from ctxfold.storage import MemoryStore, SQLiteStore
+from ctxfold.summarizers import FallbackSummarizer, SummaryRequest, redact_secrets
+from ctxfold.testing.counters import FixedCounter
+from ctxfold.testing.doubles import FunctionSummarizer
+from ctxfold.tokens import Budget
+
+SPAWN = multiprocessing.get_context("spawn")
+COUNTER = FixedCounter()
+SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
+BUDGET = Budget(window=3000, keep_recent_tokens=0)
+"""Trigger at 2,000 tokens (window less a third), target 1,200."""
+
+
+def words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}-{i}" for i in range(n))
+
+
+def step(call_id: str, output_words: int = 200) -> list[Message]:
+    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
+    return [
+        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
+        Message("tool", words(output_words, call_id), tool_call_id=call_id),
+    ]
+
+
+def history(turns: int = 4) -> list[Message]:
+    """About 2,200 tokens by FixedCounter: over BUDGET's trigger."""
+    messages = [Message("system", "You are a careful coding agent.")]
+    for t in range(turns):
+        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
+        messages += step(f"t{t}a") + step(f"t{t}b")
+        messages.append(Message("assistant", f"Done with task {t}."))
+    messages.append(Message("user", "Now run the test suite and report."))
+    return messages + step("now0") + step("now1")
+
+
+def session_with(messages: Sequence[Message], store: Any = None, name: str = "s") -> Session:
+    session: Session = (store or MemoryStore()).session(name)
+    session.append(list(messages))
+    return session
+
+
+def compactor(summarizer: Any = None, **kwargs: Any) -> Compactor:
+    kwargs.setdefault("pipeline", Pipeline([Summarize()]))
+    return Compactor(kwargs.pop("budget", BUDGET), summarizer=summarizer, counter=COUNTER, **kwargs)
+
+
+def errors(messages: Sequence[Message]) -> list[str]:
+    return [str(p) for p in validate(messages) if p.severity == "error"]
+
+
+def compactions(session: Session) -> list[Event]:
+    return [e for e in session.events() if e.type == COMPACTION]
+
+
+# -- L5: a decline ------------------------------------------------------------------------------
+@pytest.mark.parametrize("answer", [None, "", "   \n\t "])
+def test_l5_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
+    answer: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """None, "" or whitespace is a decline: nothing is appended, a warning is logged, the next
+    trigger asks again, and a manual compact() returns None."""
+    session = session_with(history())
+    summarizer = FunctionSummarizer.returning(answer)
+    comp = compactor(summarizer)
+    seq = session.last_seq
+    with caplog.at_level(logging.WARNING, logger="ctxfold"):
+        report = comp.maybe_compact(session)
+    assert report is not None and not report.landed
+    assert session.last_seq == seq
+    assert any("declined" in r.getMessage() for r in caplog.records)
+    calls = summarizer.calls
+    assert calls >= 1
+    assert comp.maybe_compact(session) is not None
+    assert summarizer.calls > calls  # the next trigger tried again
+    assert comp.compact(session) is None
+    assert session.last_seq == seq
+
+
+# -- L6: messages that arrive while a summarizer runs -------------------------------------------
+def test_l6_messages_appended_during_summary_stay_verbatim_after_it() -> None:
+    """A message another writer appends while the summarizer runs is not covered by the
+    summary: the compaction still lands, and the message projects after it, verbatim."""
+    store = MemoryStore()
+    session = session_with(history(), store)
+    other = store.session("s")  # another Session object on the same log
+    late = Message("user", "Also check docs/index.md while you are at it.")
+    arrived: list[int] = []
+
+    def summarize_while_user_types(request: SummaryRequest) -> str:
+        if not arrived:
+            (event,) = other.append(late)
+            arrived.append(event.seq)
+        return SHORT
+
+    report = compactor(FunctionSummarizer(summarize_while_user_types)).compact(session)
+    assert report is not None and report.landed
+    (late_seq,) = arrived
+    projected = session.messages()
+    assert projected[-1] == late
+    summary_at = next(i for i, item in enumerate(session.items()) if item.kind == "summary")
+    assert summary_at < len(projected) - 1
+    for event in compactions(session):
+        assert late_seq not in event.data["replaced"]
+        assert event.data["covers"][1] < late_seq
+        assert event.seq > late_seq  # it landed after the late message, rebased
+    assert errors(projected) == []
+
+
+# -- L7: two compactors at once -------------------------------------------------------------------
+def check_nothing_lost(session: Session, originals: Sequence[Message]) -> None:
+    """Every original is still logged, no item was replaced twice, the projection is valid, and
+    each original appears in it at most once."""
+    events = session.events()
+    logged = [e.message for e in events if e.type == MESSAGE]
+    assert logged == list(originals)
+    replaced = [i for e in events if e.type == COMPACTION for i in e.data["replaced"]]
+    assert len(replaced) == len(set(replaced))
+    projected = session.messages()
+    assert errors(projected) == []
+    for message in projected:
+        if message in originals:
+            assert projected.count(message) <= originals.count(message)
+
+
+def meeting_summarizer(barrier: Any) -> FunctionSummarizer:
+    """Answers SHORT, but its first call in each thread waits for the other compactor's."""
+    local = threading.local()
+
+    def meet(request: SummaryRequest) -> str:
+        if not getattr(local, "met", False):
+            local.met = True
+            barrier.wait()
+        return SHORT
+
+    return FunctionSummarizer(meet)
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
+def test_l7_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
+    store_kind: str, tmp_path: Path
+) -> None:
+    """Two compactors planning against the same history at once (a barrier holds both inside
+    the summarizer): at most one compaction of an overlapping range lands, the other re-plans or
+    declines, and nothing is lost or duplicated."""
+    store = MemoryStore() if store_kind == "memory" else SQLiteStore(tmp_path / "log.db")
+    originals = history()
+    session_with(originals, store)
+    barrier = threading.Barrier(2, timeout=20)
+    summarizer = meeting_summarizer(barrier)
+    reports: list[CompactionReport | None] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            reports.append(compactor(summarizer).compact(store.session("s")))
+        except BaseException as exc:  # collected: a thread's exception must fail the test
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert len(reports) == 2
+    landed = [r for r in reports if r is not None and r.landed]
+    assert len(landed) >= 1
+    session = store.session("s")
+    check_nothing_lost(session, originals)
+    store.close()
+
+
+def _compact_in_process(path: str, barrier: Any, results: Any) -> None:
+    store = SQLiteStore(path)
+    try:
+        session = store.session("s")
+        report = compactor(meeting_summarizer(barrier)).compact(session)
+        results.put(("landed" if report is not None else "declined", None))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        results.put(("error", repr(exc)))
+    finally:
+        store.close()
+
+
+def test_l7_two_compactors_in_processes_on_one_sqlite_file(tmp_path: Path) -> None:
+    """Two processes compacting the same SQLite session at once: at most one compaction of an
+    overlapping range lands, and every original message is still in the log."""
+    path = str(tmp_path / "log.db")
+    originals = history()
+    with SQLiteStore(path) as store:
+        session_with(originals, store)
+    barrier = SPAWN.Barrier(2, timeout=60)
+    results = SPAWN.Queue()
+    processes = [
+        SPAWN.Process(target=_compact_in_process, args=(path, barrier, results)) for _ in range(2)
+    ]
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=120) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+    assert [p.exitcode for p in processes] == [0, 0]
+    assert [o for o in outcomes if o[0] == "error"] == []
+    assert any(o[0] == "landed" for o in outcomes)
+    with SQLiteStore(path) as store:
+        check_nothing_lost(store.session("s"), originals)
+
+
+# -- L8, L9: empty sessions and failing summarizers ----------------------------------------------
+def test_l8_manual_compact_of_an_empty_session_raises_automatic_does_nothing() -> None:
+    """compact() on a session with no messages raises a clear CtxfoldError; maybe_compact()
+    returns None and writes nothing."""
+    session = MemoryStore().session("empty")
+    comp = compactor(FunctionSummarizer.returning(SHORT))
+    assert comp.maybe_compact(session) is None
+    with pytest.raises(CtxfoldError, match="no messages to compact"):
+        comp.compact(session)
+    assert session.events() == []
+
+
+def test_l9_raising_summarizer_is_isolated_in_the_automatic_trigger() -> None:
+    """A summarizer that raises inside maybe_compact() does not break the turn: the report
+    carries the error and nothing is appended."""
+    session = session_with(history())
+    seq = session.last_seq
+    report = compactor(FunctionSummarizer.raising(ConnectionError("api down"))).maybe_compact(
+        session
+    )
+    assert report is not None
+    assert report.error is not None and "ConnectionError: api down" in report.error
+    assert not report.landed
+    assert session.last_seq == seq
+
+
+def test_l9_manual_compact_raises_the_summarizers_exception() -> None:
+    """compact() raises what the summarizer raised, and appends nothing."""
+    session = session_with(history())
+    seq = session.last_seq
+    with pytest.raises(ConnectionError, match="api down"):
+        compactor(FunctionSummarizer.raising(ConnectionError("api down"))).compact(session)
+    assert session.last_seq == seq
+
+
+# -- L12, A4: budgets ---------------------------------------------------------------------------
+def test_l12_budget_changes_take_effect_at_the_next_check() -> None:
+    """Raising or lowering the budget of a live compactor changes the very next check; no budget
+    turns the automatic trigger off."""
+    session = session_with(history())
+    comp = compactor(FunctionSummarizer.returning(SHORT))
+    assert comp.should_compact(session)
+    comp.budget = Budget(window=100_000)
+    assert not comp.should_compact(session)
+    assert comp.maybe_compact(session) is None
+    comp.budget = BUDGET
+    assert comp.should_compact(session)
+    comp.budget = None
+    assert not comp.should_compact(session)
+    assert comp.maybe_compact(session) is None
+    with pytest.raises(BudgetError, match="no budget"):
+        comp.compact(session)
+    assert comp.compact(session, target=1200) is not None  # an explicit target still works
+
+
+@pytest.mark.parametrize("window", [0, -1, -128_000])
+def test_l12_zero_or_negative_window_is_an_error_not_off(window: int) -> None:
+    """A window of zero or less is refused with a BudgetError (a ValueError) naming the value."""
+    with pytest.raises(BudgetError, match=str(window)):
+        Budget(window=window)
+    with pytest.raises(ValueError):
+        Budget(window=window)
+
+
+def test_a4_sessions_under_min_messages_are_never_compacted() -> None:
+    """A session over the trigger with fewer than min_messages messages is left alone; one more
+    message makes it eligible."""
+    big = [
+        Message("system", "You are terse."),
+        Message("user", words(900, "a")),
+        Message("assistant", words(900, "b")),
+        Message("user", words(900, "c")),
+    ]
+    session = session_with(big)
+    comp = compactor(
+        FunctionSummarizer.returning(SHORT), budget=Budget(window=3000, min_messages=5)
+    )
+    assert comp.estimate(session) > BUDGET.trigger_tokens
+    assert not comp.should_compact(session)
+    assert comp.maybe_compact(session) is None
+    session.append(Message("assistant", "ok"))
+    assert comp.should_compact(session)
+
+
+# -- L13: redaction -----------------------------------------------------------------------------
+SECRET = "sk-proj-abcdefghijklmnopqrstuvwx0123"
+
+
+def test_l13_redactor_runs_on_every_summary_before_it_is_stored() -> None:
+    """A summary that quotes a secret is stored redacted: the log and the projection hold the
+    redacted text, never the secret."""
+    session = session_with(history())
+    leaky = FunctionSummarizer.returning(f"{SHORT}\n- used key {SECRET} to call the API")
+    report = compactor(leaky, redact=redact_secrets).compact(session)
+    assert report is not None and report.landed
+    stored = compactions(session)
+    assert stored
+    for event in stored:
+        text = event.message.text
+        assert SECRET not in text
+        assert "[redacted]" in text
+    assert all(SECRET not in m.text for m in session.messages())
+
+
+def test_l13_identifier_check_cannot_put_a_redacted_secret_back() -> None:
+    """With the default extractive summarizer and a secret in the history, the identifier check
+    runs before the redactor, so the stored summary still holds no secret."""
+    messages = history()
+    messages[1] = Message("user", f"Task 0: export OPENAI_API_KEY={SECRET} and fix src/mod0.py")
+    session = session_with(messages)
+    report = Compactor(BUDGET, counter=COUNTER, redact=redact_secrets).compact(session, target=300)
+    assert report is not None and report.landed
+    for event in compactions(session):
+        assert SECRET not in event.message.text
+
+
+# -- A9: fallback -------------------------------------------------------------------------------
+def test_a9_failing_llm_summarizer_falls_back_to_the_extractive_one() -> None:
+    """With FallbackSummarizer, a primary that raises is replaced by the extractive summarizer:
+    the compaction lands and the report says it fell back."""
+    session = session_with(history())
+    broken = FunctionSummarizer.raising(TimeoutError("model timed out"))
+    report = compactor(FallbackSummarizer(broken)).maybe_compact(session)
+    assert report is not None and report.landed and report.error is None
+    assert broken.calls >= 1
+    assert any("TimeoutError" in note and "Extractive" in note for note in report.notes)
+    summary = compactions(session)[0].message.text
+    assert "## Objective" in summary
+
+
+# -- B9, B10: what the estimate counts ----------------------------------------------------------
+def test_b9_tool_schemas_count_against_the_budget() -> None:
+    """Tool schemas passed as tools= are part of the estimate, so they can tip a session over the
+    trigger, and the compaction report counts them."""
+    messages = history(turns=3)
+    session = session_with(messages)
+    plain = compactor(FunctionSummarizer.returning(SHORT))
+    below = plain.estimate(session)
+    assert below < BUDGET.trigger_tokens and not plain.should_compact(session)
+    schema = {"type": "function", "function": {"name": "bash", "parameters": {}}}
+    needed = (BUDGET.trigger_tokens - below) // COUNTER.per_tool + 1
+    tooled = compactor(FunctionSummarizer.returning(SHORT), tools=[schema] * needed)
+    assert tooled.estimate(session) == below + needed * COUNTER.per_tool
+    assert tooled.should_compact(session)
+    report = tooled.maybe_compact(session)
+    assert report is not None
+    assert report.tokens_before == below + needed * COUNTER.per_tool
+
+
+def test_b10_usage_anchor_is_dropped_after_a_compaction() -> None:
+    """After a compaction the provider's reported figure no longer describes the history: the
+    tally is unanchored and the estimate is a fresh count."""
+    session = session_with(history())
+    comp = compactor(FunctionSummarizer.returning(SHORT))
+    session.record_usage(2500)
+    assert session.tally(COUNTER).anchored
+    assert comp.estimate(session) == 2500
+    assert comp.compact(session) is not None
+    tally = session.tally(COUNTER)
+    assert not tally.anchored
+    fresh = sum(COUNTER.count_message(m) for m in session.messages())
+    assert comp.estimate(session) == tally.total
+    assert fresh < tally.total <= fresh + 3  # the count of what is there now (plus reply priming)
