@@ -71,7 +71,15 @@ class CompactionContext:
         """
         start, stop = self._bounds(where)
         view = self._view
-        cuts = view.structure().cuts
+        structure = view.structure()
+        if start < structure.system_end:
+            # Checked before the cut points: index 0 is no cut point, and widening from it
+            # would find no boundary at all.
+            raise InvalidHistoryError(
+                f"range [{start}, {stop}) covers message {start}, which is in the system block; "
+                f"the system prompt is never compacted, so start at {structure.system_end} or later"
+            )
+        cuts = structure.cuts
         if start not in cuts or stop not in cuts:
             if not widen:
                 raise InvalidHistoryError(
