@@ -1,0 +1,272 @@
+"""Application-chosen ranges through `on_compact(ctx)` (C1-C4), and what every run reports to
+listeners and to logging (A7)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ctxfold.compactor import CompactionContext, CompactionReport, CompactionStart, Compactor
+from ctxfold.errors import InvalidHistoryError, InvalidInputError
+from ctxfold.events import COMPACTION
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages.validity import validate
+from ctxfold.pipeline import Pipeline, Summarize
+from ctxfold.session import Session
+from ctxfold.storage import MemoryStore
+from ctxfold.testing.counters import FixedCounter
+from ctxfold.testing.doubles import FunctionSummarizer
+from ctxfold.tokens import Budget
+
+COUNTER = FixedCounter()
+SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
+ROOMY = Budget(window=100_000, keep_recent_tokens=0)
+"""Large enough that the pipeline never runs after a callback."""
+
+
+def step(call_id: str, output_words: int = 100) -> list[Message]:
+    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
+    output = " ".join(f"{call_id}-{i}" for i in range(output_words))
+    return [
+        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
+        Message("tool", output, tool_call_id=call_id),
+    ]
+
+
+def history() -> list[Message]:
+    """system, then three turns of (user, step, step, assistant), then the current request."""
+    messages = [Message("system", "You are a careful coding agent.")]
+    for t in range(3):
+        messages.append(Message("user", f"Task {t}: fix src/mod{t}.py"))
+        messages += step(f"t{t}a") + step(f"t{t}b")
+        messages.append(Message("assistant", f"Done with task {t}."))
+    messages.append(Message("user", "Now run the test suite."))
+    return messages
+
+
+def session_with(messages: list[Message]) -> Session:
+    session = MemoryStore().session("s")
+    session.append(messages)
+    return session
+
+
+def run_callback(
+    session: Session, callback: Callable[[CompactionContext], Any], **kwargs: Any
+) -> CompactionReport | None:
+    comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, **kwargs)
+    return comp.compact(session)
+
+
+def summary_of(label: str) -> Callable[[list[Message]], str]:
+    return lambda messages: f"## Work done\n- {label}: {len(messages)} messages"
+
+
+# -- C1, C2: ranges the application picks -------------------------------------------------------
+def test_c1_each_compact_call_replaces_exactly_its_range_and_calls_compose() -> None:
+    """Two ctx.compact calls in one callback: each replaces exactly its range in place, the
+    messages before it stay, and the second call's indices refer to the result of the first."""
+    original = history()
+    session = session_with(original)
+    seen: list[list[Message]] = []
+
+    def callback(ctx: CompactionContext) -> None:
+        seen.append(ctx.compact(range(1, 7), summary_of("first turn")))
+        # After the first call, turn two starts at index 2.
+        seen.append(ctx.compact(range(2, 8), summary_of("second turn")))
+
+    report = run_callback(session, callback)
+    assert report is not None and report.reason == "callback"
+    first, second = seen
+    assert first[:1] == original[:1]
+    assert "first turn: 6 messages" in first[1].text
+    assert first[2:] == original[7:]
+    assert second[:2] == first[:2]
+    assert "second turn: 6 messages" in second[2].text
+    assert second[3:] == original[13:]
+    assert session.messages() == second
+    assert [p for p in validate(second) if p.severity == "error"] == []
+
+
+def test_c2_each_range_is_stored_with_the_true_first_and_last_seq() -> None:
+    """Each ctx.compact call is its own compaction event naming the first and last seq of what
+    it replaced, even when a later range covers an earlier summary."""
+    session = session_with(history())
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact((7, 13), summary_of("turn two"))  # seqs 8..13
+        ctx.compact((1, 8), summary_of("turns one and two"))  # turn one plus that summary
+
+    run_callback(session, callback)
+    events = [e for e in session.events() if e.type == COMPACTION]
+    assert len(events) == 2
+    assert (events[0].data["first"], events[0].data["last"]) == (8, 13)
+    assert events[0].data["covers"] == [8, 13]
+    assert (events[1].data["first"], events[1].data["last"]) == (2, events[0].seq)
+    assert events[1].data["covers"] == [2, 13]
+    assert "log items 2–13" in events[1].message.text
+
+
+def test_c1_callback_summarize_none_uses_the_compactors_summarizer() -> None:
+    """ctx.compact(range) without a function asks the compactor's summarizer, with exactly the
+    messages of the range."""
+    original = history()
+    session = session_with(original)
+    summarizer = FunctionSummarizer.returning(SHORT)
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact(slice(1, 7))
+
+    run_callback(session, callback, summarizer=summarizer)
+    assert summarizer.calls == 1
+    assert list(summarizer.requests[0].messages) == original[1:7]
+    assert "fix the bugs" in session.messages()[1].text
+
+
+# -- C3, C4: ranges that are refused ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        (range(3, 3), "empty"),
+        ((6, 2), "reversed"),
+        ((10, 99), "out of bounds"),
+        ((-1, 4), "out of bounds"),
+        (range(1, 7, 2), "step 1"),
+        ("1:7", "range, a slice or a"),
+    ],
+)
+def test_c3_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
+    where: Any, says: str
+) -> None:
+    """An empty, reversed, out-of-bounds or malformed range raises InvalidInputError naming it;
+    no history is dropped or duplicated."""
+    original = history()
+    session = session_with(original)
+    caught: list[Exception] = []
+
+    def callback(ctx: CompactionContext) -> None:
+        try:
+            ctx.compact(where, summary_of("x"))
+        except InvalidInputError as exc:
+            caught.append(exc)
+
+    assert run_callback(session, callback) is None
+    (error,) = caught
+    assert says in str(error)
+    assert session.messages() == original
+    assert all(e.type != COMPACTION for e in session.events())
+
+
+def test_c4_a_range_that_splits_a_call_from_its_result_is_rejected() -> None:
+    """A range ending between a tool call and its result raises InvalidHistoryError."""
+    original = history()
+    session = session_with(original)
+    caught: list[Exception] = []
+
+    def callback(ctx: CompactionContext) -> None:
+        try:
+            ctx.compact((1, 3), summary_of("x"))  # index 2 is a call, 3 its result
+        except InvalidHistoryError as exc:
+            caught.append(exc)
+
+    run_callback(session, callback)
+    assert caught and "split a tool call" in str(caught[0])
+    assert session.messages() == original
+
+
+def test_c4_widen_grows_the_range_to_the_nearest_safe_boundaries() -> None:
+    """With widen=True a range that would split a step is grown to whole steps on both sides."""
+    original = history()
+    session = session_with(original)
+    summarized: list[list[Message]] = []
+
+    def keep(messages: list[Message]) -> str:
+        summarized.append(messages)
+        return "## Work done\n- two steps"
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact((3, 5), keep, widen=True)  # from a result into the next step's call
+
+    run_callback(session, callback)
+    assert summarized == [original[2:6]]
+    out = session.messages()
+    assert out[:2] == original[:2]
+    assert out[3:] == original[6:]
+    assert [p for p in validate(out) if p.severity == "error"] == []
+
+
+@pytest.mark.parametrize("widen", [False, True])
+def test_c3_a_range_over_the_system_block_is_rejected(widen: bool) -> None:
+    """A range that covers the system prompt is refused with an error that says so, widened or
+    not; the prompt stays."""
+    original = history()
+    session = session_with(original)
+    caught: list[Exception] = []
+
+    def callback(ctx: CompactionContext) -> None:
+        try:
+            ctx.compact((0, 7), summary_of("x"), widen=widen)
+        except InvalidHistoryError as exc:
+            caught.append(exc)
+
+    run_callback(session, callback)
+    assert caught and "system block" in str(caught[0])
+    assert session.messages() == original
+
+
+# -- A7: observing runs ---------------------------------------------------------------------------
+def test_a7_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """on_start sees each run begin (reason, tokens, target); on_report and the log see it end
+    with tokens before and after, the strategies applied, the summarizer calls and the
+    duration, for the threshold, manual, callback and overflow reasons."""
+    starts: list[CompactionStart] = []
+    reports: list[CompactionReport] = []
+    summarizer = FunctionSummarizer.returning(SHORT)
+    budget = Budget(window=1500, trigger=0.4, target=0.3, keep_recent_tokens=0)
+
+    def make(on_compact: Any = None) -> Compactor:
+        return Compactor(
+            budget,
+            pipeline=Pipeline([Summarize()]),
+            summarizer=summarizer,
+            counter=COUNTER,
+            on_compact=on_compact,
+            on_start=starts.append,
+            on_report=reports.append,
+        )
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact((1, 7), summary_of("first turn"))
+
+    with caplog.at_level(logging.INFO, logger="ctxfold"):
+        make().maybe_compact(session_with(history()))
+        make().compact(session_with(history()))
+        make(callback).compact(session_with(history()))
+        make().recover_from_overflow(session_with(history()))
+
+    assert [s.reason for s in starts] == ["threshold", "manual", "manual", "overflow"]
+    assert [r.reason for r in reports] == ["threshold", "manual", "callback", "overflow"]
+    for start, report in zip(starts, reports, strict=True):
+        assert start.session_id == report.session_id == "s"
+        assert start.tokens_before == report.tokens_before > report.tokens_after
+        assert start.target == report.target == budget.target_tokens
+        assert report.landed and report.duration_s > 0
+    summarized = [r for r in reports if r.reason != "callback"]
+    for report in summarized:
+        assert [s.name for s in report.strategies] == ["summarize"]
+        assert report.strategies[0].tokens_before == report.tokens_before
+        assert report.summarizer_calls >= 1
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("ctxfold")]
+    for report in reports:
+        line = next(m for m in logged if f"({report.reason})" in m)
+        assert f"{report.tokens_before} -> {report.tokens_after}" in line
+        assert f"{report.summarizer_calls} summarizer call(s)" in line
+    assert "summarize" in next(m for m in logged if "(manual)" in m)
+    as_dict = reports[0].to_dict()
+    assert as_dict["reason"] == "threshold" and as_dict["strategies"][0]["name"] == "summarize"
+    assert json.loads(json.dumps(as_dict))["duration_s"] == reports[0].duration_s
