@@ -1,0 +1,159 @@
+"""Overflow recovery (A6): on a provider's context-overflow error the compactor compacts and the
+caller retries once; a second overflow in the same session clears tool results instead.
+
+The agent loop here sends the session's messages through the real OpenAI SDK client to the
+local fake API, which answers the first request with a genuine context_length_exceeded 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from ctxfold.compactor import CompactionReport, Compactor
+from ctxfold.events import MESSAGE
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages.openai import to_openai
+from ctxfold.messages.validity import validate
+from ctxfold.overflow import is_context_overflow
+from ctxfold.pipeline import Pipeline, Summarize
+from ctxfold.pipeline.clear import CLEARED_MARK
+from ctxfold.session import Session
+from ctxfold.storage import MemoryStore
+from ctxfold.testing.counters import FixedCounter
+from ctxfold.testing.doubles import FunctionSummarizer
+from ctxfold.testing.fake_llm import FakeLLMServer
+from ctxfold.tokens import Budget
+
+COUNTER = FixedCounter()
+SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
+BUDGET = Budget(window=3000, keep_recent_tokens=0)
+
+
+def step(call_id: str, output_words: int = 150) -> list[Message]:
+    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
+    output = " ".join(f"{call_id}-{i}" for i in range(output_words))
+    return [
+        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
+        Message("tool", output, tool_call_id=call_id),
+    ]
+
+
+def history() -> list[Message]:
+    """Three finished turns, then a current task with three steps so far."""
+    messages = [Message("system", "You are a careful coding agent.")]
+    for t in range(3):
+        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
+        messages += step(f"t{t}a") + step(f"t{t}b")
+        messages.append(Message("assistant", f"Done with task {t}."))
+    messages.append(Message("user", "Now run the tests and fix what fails."))
+    for s in range(3):
+        messages += step(f"now{s}")
+    return messages
+
+
+def session_with(messages: list[Message], name: str = "s") -> Session:
+    session = MemoryStore().session(name)
+    session.append(messages)
+    return session
+
+
+def compactor() -> Compactor:
+    return Compactor(
+        BUDGET,
+        pipeline=Pipeline([Summarize()]),
+        summarizer=FunctionSummarizer.returning(SHORT),
+        counter=COUNTER,
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+def send(client: openai.OpenAI, session: Session) -> str:
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=to_openai(session.messages()),  # type: ignore[arg-type]
+    )
+    return reply.choices[0].message.content or ""
+
+
+def agent_turn(
+    client: openai.OpenAI, session: Session, comp: Compactor, text: str
+) -> tuple[str, list[CompactionReport | None]]:
+    """Append the user's message once, send, and on an overflow recover and retry once."""
+    session.append(Message("user", text))
+    recoveries: list[CompactionReport | None] = []
+    try:
+        return send(client, session), recoveries
+    except openai.BadRequestError as exc:
+        if not is_context_overflow(exc):
+            raise
+        recoveries.append(comp.recover_from_overflow(session))
+    return send(client, session), recoveries
+
+
+def test_a6_overflow_compacts_and_the_single_retry_succeeds(server: FakeLLMServer) -> None:
+    """A real context_length_exceeded error from the SDK: the compactor compacts, the retry
+    goes through, and the user message that overflowed is in the log and the projection once."""
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+    session = session_with(history())
+    comp = compactor()
+    server.enqueue("overflow")
+    text = "Also check docs/index.md for stale examples."
+    reply, recoveries = agent_turn(client, session, comp, text)
+    assert reply
+    (report,) = recoveries
+    assert report is not None and report.reason == "overflow" and report.landed
+    assert [s.name for s in report.strategies] == ["summarize"]
+    assert len(server.requests) == 2
+    logged = [e.message for e in session.events() if e.type == MESSAGE]
+    assert sum(1 for m in logged if m.text == text) == 1
+    projected = session.messages()
+    assert sum(1 for m in projected if m.text == text) == 1
+    assert projected[-1].text == text
+    retried = server.requests[1].body["messages"]
+    assert len(retried) < len(server.requests[0].body["messages"])
+
+
+def test_a6_second_overflow_in_a_session_clears_tool_results() -> None:
+    """The first overflow compacts with the pipeline; a second one in the same session clears
+    tool results instead, keeping call ids, so the history stays valid."""
+    session = session_with(history())
+    comp = compactor()
+    first = comp.recover_from_overflow(session)
+    assert first is not None and [s.name for s in first.strategies] == ["summarize"]
+    second = comp.recover_from_overflow(session)
+    assert second is not None and second.reason == "overflow"
+    assert [s.name for s in second.strategies] == ["clear_tool_results"]
+    projected = session.messages()
+    results = [m for m in projected if m.role == "tool"]
+    assert any(m.text.startswith(CLEARED_MARK) for m in results)
+    assert not results[-1].text.startswith(CLEARED_MARK)  # the newest step stays
+    assert [p for p in validate(projected) if p.severity == "error"] == []
+
+
+def test_a6_overflows_are_counted_per_session() -> None:
+    """A first overflow in another session compacts with the pipeline again."""
+    comp = compactor()
+    comp.recover_from_overflow(session_with(history(), "a"))
+    report = comp.recover_from_overflow(session_with(history(), "b"))
+    assert report is not None
+    assert [s.name for s in report.strategies] == ["summarize"]
+
+
+async def test_a6_async_recovery_behaves_like_the_sync_one() -> None:
+    """arecover_from_overflow compacts first, then clears tool results on a second overflow."""
+    session = session_with(history())
+    comp = compactor()
+    first = await comp.arecover_from_overflow(session)
+    second = await comp.arecover_from_overflow(session)
+    assert first is not None and second is not None
+    assert [s.name for s in first.strategies] == ["summarize"]
+    assert [s.name for s in second.strategies] == ["clear_tool_results"]
