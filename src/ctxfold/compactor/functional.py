@@ -12,6 +12,7 @@ from ctxfold.events import NewEvent
 from ctxfold.messages import Message
 from ctxfold.pipeline.base import Pipeline
 from ctxfold.protocols import TokenCounter
+from ctxfold.session import Session
 from ctxfold.storage.memory import MemoryStore
 from ctxfold.tokens import Budget
 
@@ -51,18 +52,7 @@ def compact_messages(
     >>> [m.role for m in out.messages]
     ['system', 'user']
     """
-    if not messages:
-        raise ValueError("compact_messages needs at least one message")
-    session = MemoryStore().session("compact")
-    session.append(list(messages))
-    compactor = Compactor(
-        budget,
-        pipeline=pipeline,
-        summarizer=summarizer,
-        counter=counter,
-        redact=redact,
-        tools=tools,
-    )
+    session, compactor = _prepare(messages, budget, pipeline, summarizer, counter, tools, redact)
     compactor.compact(session, target=target)
     assert compactor.last_report is not None
     return Compacted(session.messages(), compactor.last_report)
@@ -80,6 +70,21 @@ async def acompact_messages(
     target: int | None = None,
 ) -> Compacted:
     """`compact_messages` for async summarizers."""
+    session, compactor = _prepare(messages, budget, pipeline, summarizer, counter, tools, redact)
+    await compactor.acompact(session, target=target)
+    assert compactor.last_report is not None
+    return Compacted(session.messages(), compactor.last_report)
+
+
+def _prepare(
+    messages: Sequence[Message],
+    budget: Budget,
+    pipeline: Pipeline | None,
+    summarizer: Any,
+    counter: TokenCounter | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    redact: Callable[[str], str] | None,
+) -> tuple[Session, Compactor]:
     if not messages:
         raise ValueError("compact_messages needs at least one message")
     session = MemoryStore().session("compact")
@@ -92,6 +97,4 @@ async def acompact_messages(
         redact=redact,
         tools=tools,
     )
-    await compactor.acompact(session, target=target)
-    assert compactor.last_report is not None
-    return Compacted(session.messages(), compactor.last_report)
+    return session, compactor
