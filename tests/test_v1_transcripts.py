@@ -108,6 +108,8 @@ def test_v2_identifiers_of_summarized_stretches_survive_or_are_reported(path: Pa
             )
             report = out.report
             if "sliding_window" in [s.name for s in report.strategies]:
+                # Dropping a summary loses what it kept; the report lists what it finds in the
+                # dropped text, which need not match the originals' spans, so skip these runs.
                 continue
             text = view_text(out.messages)
             for request in summarizer.requests:

@@ -84,13 +84,21 @@ class Pipeline:
 
     @classmethod
     def default(cls, summarizer: Any = None) -> Pipeline:
-        """ClearToolResults → Summarize → SlidingWindow: free first, the summarizer next, and
-        dropping turns only when summarizing could not reach the target."""
+        """ClearToolResults → Summarize → ClearToolResults(keep_tail=False) → SlidingWindow:
+        free first, the summarizer next, then clearing recent output too, and dropping turns
+        only when nothing else reached the target."""
         from ctxfold.pipeline.clear import ClearToolResults
         from ctxfold.pipeline.summarize import Summarize
         from ctxfold.pipeline.window import SlidingWindow
 
-        return cls([ClearToolResults(), Summarize(summarizer), SlidingWindow()])
+        return cls(
+            [
+                ClearToolResults(),
+                Summarize(summarizer),
+                ClearToolResults(keep_tail=False),
+                SlidingWindow(),
+            ]
+        )
 
     def plan(self, view: WorkingView) -> Plan[list[StrategyEffect]]:
         """Run the strategies over `view`; a generator (see the module docstring)."""

@@ -20,20 +20,26 @@ class ClearToolResults:
     - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`).
     - `min_tokens`: results shorter than this (in tokens) stay (default 100), since a placeholder
       saves little on them and short results often carry the answer.
+    - `keep_tail`: leave the verbatim recent tail (`keep_recent_tokens`) alone (default True).
+      The default ladder ends with a second `ClearToolResults(keep_tail=False)` before the
+      sliding window, so that a huge recent output is cleared rather than its step dropped.
     """
 
     name = "clear_tool_results"
 
-    def __init__(self, keep_steps: int | None = None, min_tokens: int = 100) -> None:
+    def __init__(
+        self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
+    ) -> None:
         if keep_steps is not None and keep_steps < 0:
             raise ValueError(f"keep_steps must be >= 0, not {keep_steps}")
         if min_tokens < 0:
             raise ValueError(f"min_tokens must be >= 0, not {min_tokens}")
         self.keep_steps = keep_steps
         self.min_tokens = min_tokens
+        self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> None:
-        protected = view.protected(self.keep_steps)
+        protected = view.protected(self.keep_steps, tail=self.keep_tail)
         calls = _calls_by_result(view)
         chosen: dict[int, str] = {}
         saved = 0

@@ -172,7 +172,7 @@ class Summarize:
             task_start = current.start  # no real user message at all: everything is the task
         historical = [u for u in structure.units if u.end <= task_start]
         task = [u for u in structure.units if u.start >= task_start]
-        want = view.excess + budget
+        want = view.excess + budget + budget // 2
         turn_starts = {t.start for t in structure.turns}
         for tier, units, plain in (
             ("turns", historical, True),

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers.identifiers import extract_identifiers
 
 NOTE_MARK = "[ctxfold: earlier history dropped"
 
@@ -32,16 +33,20 @@ class SlidingWindow:
         self.keep_steps = keep_steps
 
     def run(self, view: WorkingView) -> None:
-        for keep_tail in (True, False):
+        # Give up as little as possible: plain messages outside the recent tail first, then the
+        # tail, and summaries last, since one summary stands for many messages.
+        for keep_tail, keep_summaries in ((True, True), (False, True), (False, False)):
             while not view.fits:
-                if not self._drop_once(view, keep_tail):
+                if not self._drop_once(view, keep_tail, keep_summaries):
                     break
             if view.fits:
                 return
 
-    def _drop_once(self, view: WorkingView, keep_tail: bool) -> bool:
+    def _drop_once(self, view: WorkingView, keep_tail: bool, keep_summaries: bool) -> bool:
         """Drop the oldest stretch that makes the view smaller; False when none does."""
         protected = view.protected(self.keep_steps, tail=keep_tail)
+        if keep_summaries:
+            protected |= {i for i, item in enumerate(view.items) if item.kind == "summary"}
         structure = view.structure()
         current = structure.current_turn
         task_start = current.start if current and current.user is not None else structure.size
@@ -61,6 +66,7 @@ class SlidingWindow:
                     break
             start = run[0].start
             note, meta = note_for(view, start, end)
+            summaries = [i.message.text for i in view.items[start:end] if i.kind == "summary"]
             if (
                 view.replace(
                     start,
@@ -73,6 +79,7 @@ class SlidingWindow:
                 )
                 is not None
             ):
+                _count_lost_identifiers(view, summaries)
                 return True
         return False
 
@@ -86,6 +93,19 @@ def note_for(view: WorkingView, start: int, end: int) -> tuple[Message, dict[str
     high = dropped[-1].covers[1] if dropped[-1].covers else dropped[-1].id
     note = Message(view.summary_role, _note_text(len(dropped), turns, low, high))  # type: ignore[arg-type]
     return note, {"dropped": len(dropped), "turns": turns}
+
+
+def _count_lost_identifiers(view: WorkingView, dropped_summaries: list[str]) -> None:
+    """A dropped summary takes the identifiers it was keeping with it (V2): report those that
+    no longer appear anywhere in the view as left out."""
+    if not dropped_summaries:
+        return
+    remaining = "\n".join(
+        text for m in view.messages for text in (m.text, *(c.arguments for c in m.tool_calls))
+    )
+    lost = [i for i in extract_identifiers("\n".join(dropped_summaries)) if i not in remaining]
+    view.stats.left_out.extend(lost)
+    view.stats.identifiers_left_out += len(lost)
 
 
 def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:
