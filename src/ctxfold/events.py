@@ -17,7 +17,6 @@ Every other type (``turn``, ``app/...``) is stored and returned, never projected
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,12 +39,10 @@ class NewEvent:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Whether `data` is JSON is checked once, when a store encodes the batch, before it
+        # writes anything.
         if not self.type or not isinstance(self.type, str):
             raise InvalidInputError(f"an event needs a non-empty string type, not {self.type!r}")
-        try:
-            json.dumps(self.data, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"event {self.type!r}: data is not JSON: {exc}") from None
 
     @classmethod
     def message(cls, message: Message) -> NewEvent:
@@ -69,8 +66,3 @@ class Event:
         if self.type not in (MESSAGE, COMPACTION):
             raise ValueError(f"event {self.seq} is a {self.type!r} event, not a message")
         return Message.from_dict(self.data["message"])
-
-
-def encode_data(data: Mapping[str, Any]) -> str:
-    """The JSON text stores keep (compact, unicode kept as is)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

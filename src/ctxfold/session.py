@@ -68,24 +68,35 @@ class Session:
         append is made with `expected_seq` (the seq the check ran against, unless given), so a
         concurrent writer makes it fail with `ConflictError` rather than land on another history.
         """
-        batch = _as_events(items)
+        items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
+        batch = _as_events(items_list)
         if not batch:
             return []
         with self._lock:
-            self.refresh()
-            has_edit = any(e.type in (COMPACTION, MASK) for e in batch)
-            if has_edit:
+            if any(e.type in (COMPACTION, MASK) for e in batch):
+                self.refresh()
                 if expected_seq is not None and expected_seq != self._state.projection.last_seq:
                     raise ConflictError(self.id, expected_seq, self._state.projection.last_seq)
                 self._check_batch(batch)
                 expected_seq = self._state.projection.last_seq
             else:
-                for event in batch:
-                    if event.type == MESSAGE:
+                # Messages given as Message values are valid by construction; a raw message
+                # event is read back once here so a bad one is refused before anything is written.
+                for item, event in zip(items_list, batch, strict=True):
+                    if not isinstance(item, Message) and event.type == MESSAGE:
                         Message.from_dict(event.data["message"])
             stored = self.store.append(self.id, batch, expected_seq=expected_seq)
-            self.refresh()
+            self._catch_up(stored)
             return stored
+
+    def _catch_up(self, stored: Sequence[Event]) -> None:
+        # When nobody else wrote in between, the events just stored are the next ones to fold:
+        # fold them directly instead of reading them back from the store.
+        if stored and stored[0].seq == self._state.projection.last_seq + 1:
+            for event in stored:
+                self._state.fold(event)
+        else:
+            self.refresh()
 
     def _check_batch(self, batch: Sequence[NewEvent]) -> None:
         # Check each edit against the projection as the earlier events of the batch leave it,
@@ -121,9 +132,9 @@ class Session:
                 data["completion_tokens"] = completion_tokens
             if model is not None:
                 data["model"] = model
-            (event,) = self.store.append(self.id, [NewEvent(USAGE, data)])
-            self.refresh()
-            return event
+            stored = self.store.append(self.id, [NewEvent(USAGE, data)])
+            self._catch_up(stored)
+            return stored[0]
 
     def pin(self, *item_ids: int) -> None:
         """Keep these items out of every strategy's reach (stored, so it survives reopening)."""
@@ -138,8 +149,7 @@ class Session:
             for item_id in item_ids:
                 if self._state.projection.position(item_id) is None:
                     raise InvalidInputError(f"item {item_id!r} is not in the current projection")
-            self.store.append(self.id, [NewEvent(kind, {"ids": list(item_ids)})])
-            self.refresh()
+            self._catch_up(self.store.append(self.id, [NewEvent(kind, {"ids": list(item_ids)})]))
 
     # -- reading ---------------------------------------------------------------------------
     def refresh(self) -> None:

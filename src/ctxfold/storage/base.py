@@ -79,7 +79,7 @@ def encode_batch(session_id: str, events: Sequence[NewEvent]) -> list[EncodedEve
 
 
 def _encode(data: Mapping[str, Any]) -> str:
-    # `encode_data`'s format, minus NaN and Infinity: they are not JSON, and PostgreSQL refuses
+    # Compact JSON with unicode kept as is; NaN and Infinity are not JSON and PostgreSQL refuses
     # them, so every store refuses them alike.
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
