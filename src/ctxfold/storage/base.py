@@ -112,11 +112,34 @@ def now() -> float:
 class StoreBase(abc.ABC):
     """What every ctxfold store is: an `EventStore` with `with` support and `session()`."""
 
-    @abc.abstractmethod
     def append(
         self, session_id: str, events: Sequence[NewEvent], expected_seq: int | None = None
     ) -> list[Event]:
-        """Append `events` atomically after the session's last seq; see `EventStore.append`."""
+        """Append `events` atomically after the session's last seq; see `EventStore.append`.
+
+        Every check and the encoding happen here, before the backend writes anything."""
+        check_session_id(session_id)
+        if expected_seq is not None:
+            check_seq(expected_seq, "expected_seq")
+        batch = encode_batch(session_id, events)
+        created_at = now()
+        first = self._write_batch(session_id, batch, expected_seq, created_at)
+        return [
+            decode_event(session_id, first + i, e.type, e.data, created_at)
+            for i, e in enumerate(batch)
+        ]
+
+    @abc.abstractmethod
+    def _write_batch(
+        self,
+        session_id: str,
+        batch: Sequence[EncodedEvent],
+        expected_seq: int | None,
+        created_at: float,
+    ) -> int:
+        """Write `batch` in one transaction right after the session's last seq and return the
+        seq its first event got. Raise `ConflictError` when `expected_seq` is given and is not
+        the last seq; write nothing then."""
 
     @abc.abstractmethod
     def read(self, session_id: str, after: int = 0) -> list[Event]:

@@ -6,15 +6,14 @@ import threading
 from collections.abc import Sequence
 
 from ctxfold.errors import ConflictError
-from ctxfold.events import Event, NewEvent
+from ctxfold.events import Event
 from ctxfold.storage.base import (
+    EncodedEvent,
     StoreBase,
     StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,
-    encode_batch,
-    now,
 )
 
 # What one stored event keeps: type, JSON text of the data, created_at.
@@ -38,15 +37,13 @@ class MemoryStore(StoreBase):
         self._lock = threading.Lock()
         self._closed = False
 
-    def append(
-        self, session_id: str, events: Sequence[NewEvent], expected_seq: int | None = None
-    ) -> list[Event]:
-        """Append `events` atomically after the session's last seq; see `EventStore.append`."""
-        check_session_id(session_id)
-        if expected_seq is not None:
-            check_seq(expected_seq, "expected_seq")
-        batch = encode_batch(session_id, events)
-        created_at = now()
+    def _write_batch(
+        self,
+        session_id: str,
+        batch: Sequence[EncodedEvent],
+        expected_seq: int | None,
+        created_at: float,
+    ) -> int:
         with self._lock:
             self._check_open()
             log = self._logs.get(session_id, [])
@@ -56,10 +53,7 @@ class MemoryStore(StoreBase):
             if batch:
                 log.extend((e.type, e.data, created_at) for e in batch)
                 self._logs[session_id] = log
-        return [
-            decode_event(session_id, first + i, e.type, e.data, created_at)
-            for i, e in enumerate(batch)
-        ]
+        return first
 
     def read(self, session_id: str, after: int = 0) -> list[Event]:
         """The session's events with a seq above `after`, in seq order."""

@@ -16,15 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxfold.errors import ConflictError, CtxfoldError, InvalidInputError, MissingDependencyError
-from ctxfold.events import Event, NewEvent
+from ctxfold.events import Event
 from ctxfold.storage.base import (
+    EncodedEvent,
     StoreBase,
     StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,
-    encode_batch,
-    now,
 )
 
 # Each entry brings a schema from the version before it to its own; never edit a shipped one.
@@ -94,15 +93,13 @@ class PostgresStore(StoreBase):
             self._pool.close()
             raise
 
-    def append(
-        self, session_id: str, events: Sequence[NewEvent], expected_seq: int | None = None
-    ) -> list[Event]:
-        """Append `events` atomically after the session's last seq; see `EventStore.append`."""
-        check_session_id(session_id)
-        if expected_seq is not None:
-            check_seq(expected_seq, "expected_seq")
-        batch = encode_batch(session_id, events)
-        created_at = now()
+    def _write_batch(
+        self,
+        session_id: str,
+        batch: Sequence[EncodedEvent],
+        expected_seq: int | None,
+        created_at: float,
+    ) -> int:
         self._check_open()
         try:
             with self._pool.connection() as conn, conn.cursor() as cur:
@@ -122,10 +119,7 @@ class PostgresStore(StoreBase):
         except self._unique_violation:
             # The one place a duplicate seq becomes a conflict: a writer that skipped the lock won.
             raise ConflictError(session_id, expected_seq, self.last_seq(session_id)) from None
-        return [
-            decode_event(session_id, last + 1 + i, e.type, e.data, created_at)
-            for i, e in enumerate(batch)
-        ]
+        return last + 1
 
     def read(self, session_id: str, after: int = 0) -> list[Event]:
         """The session's events with a seq above `after`, in seq order."""

@@ -16,15 +16,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ctxfold.errors import ConflictError, InvalidInputError
-from ctxfold.events import Event, NewEvent
+from ctxfold.events import Event
 from ctxfold.storage.base import (
+    EncodedEvent,
     StoreBase,
     StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,
-    encode_batch,
-    now,
 )
 
 MEMORY = ":memory:"
@@ -113,15 +112,13 @@ class SQLiteStore(StoreBase):
             self.close()
             raise
 
-    def append(
-        self, session_id: str, events: Sequence[NewEvent], expected_seq: int | None = None
-    ) -> list[Event]:
-        """Append `events` atomically after the session's last seq; see `EventStore.append`."""
-        check_session_id(session_id)
-        if expected_seq is not None:
-            check_seq(expected_seq, "expected_seq")
-        batch = encode_batch(session_id, events)
-        created_at = now()
+    def _write_batch(
+        self,
+        session_id: str,
+        batch: Sequence[EncodedEvent],
+        expected_seq: int | None,
+        created_at: float,
+    ) -> int:
         with self._connection() as conn, self._write(conn, session_id, expected_seq):
             last = _last_seq(conn, session_id)
             if expected_seq is not None and expected_seq != last:
@@ -134,10 +131,7 @@ class SQLiteStore(StoreBase):
                     for i, e in enumerate(batch)
                 ],
             )
-        return [
-            decode_event(session_id, last + 1 + i, e.type, e.data, created_at)
-            for i, e in enumerate(batch)
-        ]
+        return last + 1
 
     def read(self, session_id: str, after: int = 0) -> list[Event]:
         """The session's events with a seq above `after`, in seq order."""
