@@ -13,7 +13,7 @@ import pytest
 from ctxfold.compactor import CompactionContext, CompactionReport, CompactionStart, Compactor
 from ctxfold.errors import InvalidHistoryError, InvalidInputError
 from ctxfold.events import COMPACTION
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.session import Session
@@ -21,6 +21,7 @@ from ctxfold.storage import MemoryStore
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
+from tests._histories import agent_history
 
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
@@ -28,24 +29,15 @@ ROOMY = Budget(window=100_000, keep_recent_tokens=0)
 """Large enough that the pipeline never runs after a callback."""
 
 
-def step(call_id: str, output_words: int = 100) -> list[Message]:
-    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
-    output = " ".join(f"{call_id}-{i}" for i in range(output_words))
-    return [
-        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
-        Message("tool", output, tool_call_id=call_id),
-    ]
-
-
 def history() -> list[Message]:
     """system, then three turns of (user, step, step, assistant), then the current request."""
-    messages = [Message("system", "You are a careful coding agent.")]
-    for t in range(3):
-        messages.append(Message("user", f"Task {t}: fix src/mod{t}.py"))
-        messages += step(f"t{t}a") + step(f"t{t}b")
-        messages.append(Message("assistant", f"Done with task {t}."))
-    messages.append(Message("user", "Now run the test suite."))
-    return messages
+    return agent_history(
+        3,
+        output_words=100,
+        task_steps=0,
+        task="Task {t}: fix src/mod{t}.py",
+        request="Now run the test suite.",
+    )
 
 
 def session_with(messages: list[Message]) -> Session:

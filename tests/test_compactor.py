@@ -3,7 +3,6 @@ redaction, fallback, tool schemas and the usage anchor."""
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import threading
@@ -16,7 +15,7 @@ import pytest
 from ctxfold.compactor import CompactionReport, Compactor
 from ctxfold.errors import BudgetError, CtxfoldError
 from ctxfold.events import COMPACTION, MESSAGE, Event
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.session import Session
@@ -25,35 +24,14 @@ from ctxfold.summarizers import FallbackSummarizer, SummaryRequest, redact_secre
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
+from tests._histories import agent_history as history
+from tests._histories import words
 
 SPAWN = multiprocessing.get_context("spawn")
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 BUDGET = Budget(window=3000, keep_recent_tokens=0)
 """Trigger at 2,000 tokens (window less a third), target 1,200."""
-
-
-def words(n: int, tag: str) -> str:
-    return " ".join(f"{tag}-{i}" for i in range(n))
-
-
-def step(call_id: str, output_words: int = 200) -> list[Message]:
-    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
-    return [
-        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
-        Message("tool", words(output_words, call_id), tool_call_id=call_id),
-    ]
-
-
-def history(turns: int = 4) -> list[Message]:
-    """About 2,200 tokens by FixedCounter: over BUDGET's trigger."""
-    messages = [Message("system", "You are a careful coding agent.")]
-    for t in range(turns):
-        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
-        messages += step(f"t{t}a") + step(f"t{t}b")
-        messages.append(Message("assistant", f"Done with task {t}."))
-    messages.append(Message("user", "Now run the test suite and report."))
-    return messages + step("now0") + step("now1")
 
 
 def session_with(messages: Sequence[Message], store: Any = None, name: str = "s") -> Session:

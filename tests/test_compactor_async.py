@@ -4,14 +4,13 @@ as the sync ones, await async summarizers, and never block the event loop."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
 from ctxfold.compactor import Compactor, acompact_messages
 from ctxfold.errors import SummarizerError
 from ctxfold.events import COMPACTION
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.session import AsyncSession, Session
@@ -20,30 +19,12 @@ from ctxfold.summarizers import SummaryRequest
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
+from tests._histories import agent_history as history
 
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 BUDGET = Budget(window=3000, keep_recent_tokens=0)
 """Trigger at 2,000 tokens, target 1,200."""
-
-
-def step(call_id: str) -> list[Message]:
-    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
-    output = " ".join(f"{call_id}-{i}" for i in range(200))
-    return [
-        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
-        Message("tool", output, tool_call_id=call_id),
-    ]
-
-
-def history() -> list[Message]:
-    messages = [Message("system", "You are a careful coding agent.")]
-    for t in range(4):
-        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
-        messages += step(f"t{t}a") + step(f"t{t}b")
-        messages.append(Message("assistant", f"Done with task {t}."))
-    messages.append(Message("user", "Now run the test suite and report."))
-    return messages + step("now0") + step("now1")
 
 
 def session_with(messages: list[Message], store: MemoryStore | None = None) -> Session:

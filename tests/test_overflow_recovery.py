@@ -7,7 +7,6 @@ local fake API, which answers the first request with a genuine context_length_ex
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import openai
@@ -15,7 +14,7 @@ import pytest
 
 from ctxfold.compactor import CompactionReport, Compactor
 from ctxfold.events import MESSAGE
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.messages.openai import to_openai
 from ctxfold.messages.validity import validate
 from ctxfold.overflow import is_context_overflow
@@ -27,32 +26,18 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.testing.fake_llm import FakeLLMServer
 from ctxfold.tokens import Budget
+from tests._histories import agent_history
 
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 BUDGET = Budget(window=3000, keep_recent_tokens=0)
 
 
-def step(call_id: str, output_words: int = 150) -> list[Message]:
-    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
-    output = " ".join(f"{call_id}-{i}" for i in range(output_words))
-    return [
-        Message("assistant", None, (ToolCall(call_id, "bash", arguments),)),
-        Message("tool", output, tool_call_id=call_id),
-    ]
-
-
 def history() -> list[Message]:
     """Three finished turns, then a current task with three steps so far."""
-    messages = [Message("system", "You are a careful coding agent.")]
-    for t in range(3):
-        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
-        messages += step(f"t{t}a") + step(f"t{t}b")
-        messages.append(Message("assistant", f"Done with task {t}."))
-    messages.append(Message("user", "Now run the tests and fix what fails."))
-    for s in range(3):
-        messages += step(f"now{s}")
-    return messages
+    return agent_history(
+        3, output_words=150, task_steps=3, request="Now run the tests and fix what fails."
+    )
 
 
 def session_with(messages: list[Message], name: str = "s") -> Session:

@@ -6,7 +6,6 @@ round number the test can reason about.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -14,7 +13,7 @@ import pytest
 
 from ctxfold.compactor import CompactionReport, compact_messages
 from ctxfold.compactor.engine import run_sync
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import (
@@ -30,6 +29,7 @@ from ctxfold.summarizers import SummaryRequest
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
+from tests._histories import agent_history, step, words
 
 COUNTER = FixedCounter()
 SYSTEM = Message("system", "You are a careful coding agent.")
@@ -37,32 +37,13 @@ CURRENT = Message("user", "Now the current task: run the test suite and report."
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 
 
-def words(n: int, tag: str) -> str:
-    return " ".join(f"{tag}-{i}" for i in range(n))
-
-
-def step(call_id: str, output_words: int = 200, name: str = "bash") -> list[Message]:
-    arguments = json.dumps({"command": f"cat src/{call_id}.py"})
-    return [
-        Message("assistant", None, (ToolCall(call_id, name, arguments),)),
-        Message("tool", words(output_words, call_id), tool_call_id=call_id),
-    ]
-
-
 def history(
     turns: int = 4, steps: int = 2, output: int = 200, task_steps: int = 2
 ) -> list[Message]:
     """A system prompt, `turns` finished turns of `steps` steps, then the current task."""
-    messages = [SYSTEM]
-    for t in range(turns):
-        messages.append(Message("user", f"Task {t}: fix the bug in src/mod{t}.py"))
-        for s in range(steps):
-            messages += step(f"t{t}s{s}", output)
-        messages.append(Message("assistant", f"Done with task {t}."))
-    messages.append(CURRENT)
-    for s in range(task_steps):
-        messages += step(f"now{s}", output)
-    return messages
+    return agent_history(
+        turns, steps, output, task_steps, request=CURRENT.text, step_ids="t{t}s{s}"
+    )
 
 
 def tokens(messages: Sequence[Message]) -> int:
