@@ -27,6 +27,7 @@ class MemoryStore(StoreBase):
     fresh copy that behaves exactly like theirs: changing it, or the dict that was appended, never
     changes the log. Safe to call from several threads.
 
+    >>> from ctxfold.events import NewEvent
     >>> store = MemoryStore()
     >>> [e.seq for e in store.append("s", [NewEvent("turn"), NewEvent("turn")])]
     [1, 2]

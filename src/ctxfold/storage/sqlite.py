@@ -72,6 +72,7 @@ class SQLiteStore(StoreBase):
     process but not of the machine. `busy_timeout` is how long, in seconds, an append waits for
     another writer before giving up. Safe to call from several threads and processes.
 
+    >>> from ctxfold.events import NewEvent
     >>> with SQLiteStore(":memory:") as store:
     ...     store.append("s", [NewEvent("turn")])[0].seq
     1
