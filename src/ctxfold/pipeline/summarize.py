@@ -117,7 +117,7 @@ class Summarize:
         if is_echo(text, request):
             stats.notes.append("summarize stopped: the summary echoed its input (B11)")
             return False
-        checked = verify(text, request.identifiers, max(budget // 2, 64), view.count_text)
+        checked = verify(text, request.identifiers, budget, view.count_text)
         body = view.redact(self.redact(checked.text) if self.redact else checked.text)
         first = view.items[start]
         last = view.items[end - 1]
@@ -172,7 +172,7 @@ class Summarize:
             task_start = current.start  # no real user message at all: everything is the task
         historical = [u for u in structure.units if u.end <= task_start]
         task = [u for u in structure.units if u.start >= task_start]
-        want = view.excess + budget + budget // 2
+        want = view.excess + 2 * budget
         turn_starts = {t.start for t in structure.turns}
         for tier, units, plain in (
             ("turns", historical, True),

@@ -26,6 +26,9 @@ from ctxfold.summarizers.identifiers import (
 from ctxfold.summarizers.prompt import parse_sections, render_sections
 from ctxfold.summarizers.record import read_outcome
 
+LOW_PRIORITY = frozenset({"command", "url", "id", "hash"})
+"""Identifier kinds given up before work lines; error strings and paths are kept longer."""
+
 QUOTE_CHARS = 200
 """A quoted request or statement is cut after this many characters."""
 
@@ -44,6 +47,7 @@ _PLAN = re.compile(
     r"we need to|next step|plan(?:ning)? to|then I)\b",
     re.IGNORECASE,
 )
+_QUOTED = re.compile(r"`([^`\n]+)`")
 _FAILED_TEST = re.compile(r"^FAILED[ \t]+(\S+)", re.MULTILINE)
 _PASSED_TEST = re.compile(r"^(\S+::\S+)[ \t]+PASSED|^PASSED[ \t]+(\S+)", re.MULTILINE)
 
@@ -212,6 +216,9 @@ def _fold(draft: _Draft, text: str) -> None:
             draft.decisions.append(item)
     for item in sections.get("Work done", []):
         draft.work.append(_Work(item, failed="fail" in item.lower()))
+        # The command a work line quotes is an identifier the earlier summary was keeping there
+        # rather than in its list; keep it if the line itself is given up.
+        draft.identifiers.extend(_QUOTED.findall(item))
     draft.identifiers.extend(sections.get("Identifiers", []))
     draft.outstanding_old.extend(
         item for item in sections.get("Outstanding", []) if item not in draft.outstanding_old
@@ -284,18 +291,23 @@ def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
 
 def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
     """Render the draft, giving up the least useful lines until it fits `budget` tokens."""
+    # Narrative first, then the bare identifiers least worth keeping, then the rest. A summary
+    # made of identifiers alone tells the model nothing about what happened; and the engine
+    # restores missing identifiers afterwards from a budget of their own.
     steps: list[Callable[[], str | None]] = [
-        lambda: _drop_work(draft, keep=3, failed=False),
+        lambda: _drop_work(draft, keep=8, failed=False),
         lambda: _drop_oldest(draft.decisions, keep=3),
         lambda: _drop_oldest(draft.outstanding_old, keep=0),
         lambda: _drop_middle(draft.objective),
+        lambda: _drop_identifier(draft, LOW_PRIORITY),
+        lambda: _drop_work(draft, keep=3, failed=False),
         lambda: _drop_work(draft, keep=1, failed=True),
         lambda: _drop_oldest(draft.decisions, keep=0),
         lambda: _drop_work(draft, keep=0, failed=True),
         lambda: _shorten(draft.objective, 80),
         lambda: _drop_oldest(draft.outstanding, keep=1),
-        lambda: _drop_oldest(draft.objective, keep=1),
-        lambda: _drop_last(draft.identifiers),
+        lambda: _drop_last(draft.objective, keep=1),
+        lambda: _drop_identifier(draft, None),
         lambda: _drop_oldest(draft.outstanding, keep=0),
         lambda: _drop_oldest(draft.objective, keep=0),
     ]
@@ -343,8 +355,19 @@ def _drop_middle(items: list[str]) -> str | None:
     return items.pop(1) if len(items) > 2 else None
 
 
-def _drop_last(items: list[str]) -> str | None:
-    return items.pop() if items else None
+def _drop_last(items: list[str], keep: int = 0) -> str | None:
+    """Give up the newest item, keeping the first `keep` (the request that started it all)."""
+    return items.pop() if len(items) > keep else None
+
+
+def _drop_identifier(draft: _Draft, kinds: frozenset[str] | None) -> str | None:
+    """Give up the lowest-ranked listed identifier (of `kinds`, or of any kind)."""
+    listed = draft.sections()["Identifiers"]
+    for identifier in reversed(listed):
+        if kinds is None or kind_of(identifier) in kinds:
+            draft.identifiers.remove(identifier)
+            return identifier
+    return None
 
 
 def _shorten(items: list[str], limit: int) -> str | None:
