@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
+from ctxfold.errors import ConflictError, InvalidInputError
 from ctxfold.events import COMPACTION, MASK, MESSAGE, USAGE, Event, NewEvent
 from ctxfold.messages import Message
 from ctxfold.projection import Change, Item, Projection
@@ -331,4 +331,4 @@ def _update_tally(tally: Tally, change: Change) -> None:
         tally.drop_anchor()
 
 
-__all__ = ["AsyncSession", "InvalidHistoryError", "Session"]
+__all__ = ["AsyncSession", "Session"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -110,8 +111,6 @@ class Compactor:
     async def amaybe_compact(self, session: Session | AsyncSession) -> CompactionReport | None:
         """`maybe_compact` for asyncio code; store I/O runs in worker threads."""
         sync = _sync(session)
-        import asyncio
-
         if not await asyncio.to_thread(self.should_compact, sync):
             return None
         report = await run_async(self._run(sync, "threshold"), self.summarizer)
