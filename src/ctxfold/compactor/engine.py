@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxfold._drive import adrive, drive
 from ctxfold.compactor.callback import CompactionContext
 from ctxfold.compactor.report import CompactionReport, Reason
 from ctxfold.errors import ConflictError
@@ -204,81 +205,44 @@ def _report(
     )
 
 
-# -- drivers -------------------------------------------------------------------------------
+# -- answering the run's steps ----------------------------------------------------------------
 def run_sync(run: Generator[Step, Any, Any], default: Any) -> Any:
     """Drive a run, calling summarizers and callbacks directly."""
 
     def resolve(request: SummaryRequest, summarizer: Any = None) -> SummaryResult | None:
         return as_summarizer(summarizer if summarizer is not None else default)(request)
 
-    return _drive(run, resolve, lambda step: _call_back(step, resolve))
+    def answer(step: Step) -> SummaryResult | None:
+        if isinstance(step, SummaryCall):
+            return resolve(step.request, step.summarizer)
+        _call_back(step, resolve)
+        return None
+
+    return drive(run, answer)
 
 
 async def run_async(run: Generator[Step, Any, Any], default: Any) -> Any:
     """Drive a run on an event loop: summarizers are awaited when async, called in a worker
-    thread when sync (they do network I/O); callbacks run in a worker thread."""
+    thread when sync (they do network I/O); callbacks run in a worker thread. The run itself
+    reads and appends to the store, so it is resumed in a worker thread too."""
     loop = asyncio.get_running_loop()
 
     async def aresolve(request: SummaryRequest, summarizer: Any = None) -> SummaryResult | None:
         chosen = as_summarizer(summarizer if summarizer is not None else default)
         if chosen.is_async or callable(getattr(chosen.wrapped, "acall", None)):
             return await chosen.acall(request)
-        # A plain sync summarizer does network I/O: keep it off the event loop.
         return await asyncio.to_thread(chosen, request)
 
-    def resolve_from_thread(request: SummaryRequest) -> SummaryResult | None:
-        return asyncio.run_coroutine_threadsafe(aresolve(request), loop).result()
+    def resolve_from_thread(request: SummaryRequest, summarizer: Any = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(aresolve(request, summarizer), loop).result()
 
-    # The run itself reads and appends to the store, so each resume of it happens in a worker
-    # thread too: nothing but awaiting touches the event loop.
-    done, step = await asyncio.to_thread(_resume, run, "next", None)
-    while not done:
-        try:
-            if isinstance(step, SummaryCall):
-                answer: Any = await aresolve(step.request, step.summarizer)
-            else:
-                await asyncio.to_thread(_call_back, step, lambda r, s=None: resolve_from_thread(r))
-                answer = None
-        except Exception as exc:
-            done, step = await asyncio.to_thread(_resume, run, "throw", exc)
-        else:
-            done, step = await asyncio.to_thread(_resume, run, "send", answer)
-    return step
+    async def answer(step: Step) -> SummaryResult | None:
+        if isinstance(step, SummaryCall):
+            return await aresolve(step.request, step.summarizer)
+        await asyncio.to_thread(_call_back, step, resolve_from_thread)
+        return None
 
-
-def _resume(run: Generator[Step, Any, Any], how: str, value: Any) -> tuple[bool, Any]:
-    """Advance `run` one step; (True, its return value) once it finishes. StopIteration must not
-    escape a worker thread: a future cannot carry it."""
-    try:
-        if how == "next":
-            return False, next(run)
-        if how == "throw":
-            return False, run.throw(value)
-        return False, run.send(value)
-    except StopIteration as stop:
-        return True, stop.value
-
-
-def _drive(
-    run: Generator[Step, Any, Any],
-    resolve: Callable[..., SummaryResult | None],
-    call_back: Callable[[CallbackCall], None],
-) -> Any:
-    try:
-        step = next(run)
-        while True:
-            try:
-                if isinstance(step, SummaryCall):
-                    answer: Any = resolve(step.request, step.summarizer)
-                else:
-                    call_back(step)
-                    answer = None
-            except Exception as exc:  # handed to the strategy, which decides what it means
-                step = run.throw(exc)
-            else:
-                step = run.send(answer)
-    except StopIteration as stop:
-        return stop.value
+    return await adrive(run, answer, in_thread=True)
 
 
 def _call_back(step: CallbackCall, resolve: Callable[..., SummaryResult | None]) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
+from ctxfold import _drive
 from ctxfold.errors import SummarizerError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
@@ -93,34 +94,14 @@ def bounded(request: SummaryRequest, bound: Bound, build: Build | None = None) -
 
 def drive(flow: Flow, send: Callable[[SummaryRequest], SummaryResult]) -> SummaryResult:
     """Run `flow` with a synchronous `send`; SummarizerErrors go back into the flow."""
-    request = next(flow)
-    while True:
-        try:
-            try:
-                result = send(request)
-            except SummarizerError as exc:
-                request = flow.throw(exc)
-            else:
-                request = flow.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    return _drive.drive(flow, send, catch=(SummarizerError,))
 
 
 async def adrive(
     flow: Flow, send: Callable[[SummaryRequest], Awaitable[SummaryResult]]
 ) -> SummaryResult:
     """Run `flow` with an async `send`; the same steps as `drive`."""
-    request = next(flow)
-    while True:
-        try:
-            try:
-                result = await send(request)
-            except SummarizerError as exc:
-                request = flow.throw(exc)
-            else:
-                request = flow.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    return await _drive.adrive(flow, send, catch=(SummarizerError,))
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """`FallbackSummarizer`: try a summarizer, and when it fails, use another (behaviour A9).
 
 The decision (call the primary; on an exception, a decline or an echo, call the fallback; say
-why) is written once, as a generator that yields which summarizer to call and receives what
-happened. `__call__` and `acall` are the two drivers; neither holds any logic of its own.
+why) is written once, as a generator that yields which summarizer to call and receives what it
+answered (or has its exception thrown in). `__call__` and `acall` hand it to ctxfold's two
+drivers and hold no logic of their own.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ctxfold._drive import adrive, drive
 from ctxfold.errors import SummarizerError
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import NormalizedSummarizer, as_summarizer, is_decline, is_echo
@@ -23,7 +25,7 @@ class _Outcome:
     error: Exception | None = None
 
 
-_Flow = Generator[NormalizedSummarizer, _Outcome, SummaryResult]
+_Flow = Generator[NormalizedSummarizer, SummaryResult, Any]
 
 
 class FallbackSummarizer:
@@ -57,42 +59,24 @@ class FallbackSummarizer:
         return f"FallbackSummarizer({self.primary.wrapped!r}, {self.fallback.wrapped!r})"
 
     def __call__(self, request: SummaryRequest) -> SummaryResult:
-        flow = self._flow(request)
-        summarizer = next(flow)
-        while True:
-            try:
-                outcome = _Outcome(result=summarizer(request))
-            except Exception as exc:  # any failure of a summarizer is the flow's to judge
-                outcome = _Outcome(error=exc)
-            try:
-                summarizer = flow.send(outcome)
-            except StopIteration as stop:
-                result: SummaryResult = stop.value
-                return result
+        result: SummaryResult = drive(self._flow(request), lambda summarizer: summarizer(request))
+        return result
 
     async def acall(self, request: SummaryRequest) -> SummaryResult:
-        flow = self._flow(request)
-        summarizer = next(flow)
-        while True:
-            try:
-                outcome = _Outcome(result=await summarizer.acall(request))
-            except Exception as exc:  # any failure of a summarizer is the flow's to judge
-                outcome = _Outcome(error=exc)
-            try:
-                summarizer = flow.send(outcome)
-            except StopIteration as stop:
-                result: SummaryResult = stop.value
-                return result
+        result: SummaryResult = await adrive(
+            self._flow(request), lambda summarizer: summarizer.acall(request)
+        )
+        return result
 
     def _flow(self, request: SummaryRequest) -> _Flow:
         primary, fallback = self.primary, self.fallback
-        first = yield primary
+        first = yield from _ask(primary)
         reason = _rejection(first, request, primary.name)
         if reason is None:
             assert first.result is not None
             return first.result
         note = f"{reason}; used {fallback.name} instead"
-        second = yield fallback
+        second = yield from _ask(fallback)
         if second.error is not None:
             raise SummarizerError(
                 f"{reason}, and the fallback {fallback.name} raised "
@@ -111,6 +95,16 @@ class FallbackSummarizer:
         if fallback_reason is not None:
             return replace(result, text=None, notes=(*result.notes, fallback_reason))
         return result
+
+
+def _ask(summarizer: NormalizedSummarizer) -> _Flow:
+    """One step: call `summarizer`; what it answered or raised (any failure is the flow's to
+    judge, so every exception comes back as an outcome)."""
+    try:
+        answer = yield summarizer
+    except Exception as exc:
+        return _Outcome(error=exc)
+    return _Outcome(result=answer)
 
 
 def _rejection(outcome: _Outcome, request: SummaryRequest, name: str) -> str | None:
