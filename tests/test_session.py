@@ -207,6 +207,14 @@ def test_messages_is_incremental(session: Session) -> None:
     assert max(reads) <= 1
 
 
+def test_message_count_follows_the_projection(session: Session) -> None:
+    """message_count() is the length of the projection, compactions and other writers included."""
+    assert session.message_count() == len(conversation())
+    session.append(summary(2, 5))
+    session.store.session("s1").append(Message("user", "from elsewhere"))
+    assert session.message_count() == len(session.messages()) == 6
+
+
 def test_other_writers_are_seen(session: Session) -> None:
     """A second Session object on the same store sees what the first appended."""
     other = session.store.session("s1")

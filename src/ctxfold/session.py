@@ -174,6 +174,12 @@ class Session:
             self.refresh()
             return list(self._state.projection.items)
 
+    def message_count(self) -> int:
+        """How many messages the projection holds now; O(new events), no copy."""
+        with self._lock:
+            self.refresh()
+            return len(self._state.projection)
+
     @property
     def last_seq(self) -> int:
         """The last seq folded into the projection (call `refresh()` to catch up)."""
@@ -282,6 +288,9 @@ class AsyncSession:
 
     async def record_usage(self, prompt_tokens: int, **kwargs: Any) -> Event:
         return await asyncio.to_thread(self.sync.record_usage, prompt_tokens, **kwargs)
+
+    async def message_count(self) -> int:
+        return await asyncio.to_thread(self.sync.message_count)
 
     async def estimate(self, counter: TokenCounter | None = None) -> int:
         return await asyncio.to_thread(self.sync.estimate, counter)

@@ -96,7 +96,7 @@ class Compactor:
         budget = self.budget
         if budget is None:
             return False
-        if len(session.items()) < budget.min_messages:
+        if session.message_count() < budget.min_messages:
             return False
         return budget.should_compact(self.estimate(session))
 
@@ -163,7 +163,7 @@ class Compactor:
         pipeline: Pipeline | None = None,
     ) -> Any:
         budget = self.budget
-        if manual and not session.items():
+        if manual and not session.message_count():
             raise CtxfoldError(f"session {session.id!r} has no messages to compact")
         if budget is None and target is None:
             raise BudgetError("this compactor has no budget; pass target= or set a budget")
