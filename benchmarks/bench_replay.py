@@ -374,7 +374,7 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter) -> list[str]:
         "compactor's estimate of the projected history at those requests, after any compaction; "
         "history tok is the whole transcript uncompacted.",
         "Over target counts compactions that landed without reaching the target: the pinned "
-        f"messages alone (V3) took it, or all but a note's worth of it. Here: {short}.",
+        f"messages alone took it, or all but a note's worth of it. Here: {short}.",
         "Tokens read is the history handed to summarizers (sum of stretch_tokens over all "
         "compactions); record tok is the text actually sent (instructions plus framed record). "
         f"The target for tokens read is under {READ_TARGET}× the history: {verdict}. The "

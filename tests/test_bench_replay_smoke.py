@@ -52,8 +52,10 @@ def test_quick_run_returns_the_agreed_shape(result: dict[str, Any]) -> None:
     assert set(_column(result, "ladder")) == {"default", "reference"}
 
 
-def test_b1_no_request_of_the_replay_is_invalid(result: dict[str, Any]) -> None:
-    """Every request the replayed agent would send passes the validity checker (B1)."""
+@pytest.mark.guarantee("under-target-no-op")
+def test_no_request_of_the_replay_is_invalid(result: dict[str, Any]) -> None:
+    """Every request the replayed agent would send passes the validity checker
+    (`under-target-no-op`)."""
     assert _column(result, "invalid") == [0] * len(result["rows"])
 
 

@@ -10,15 +10,17 @@ from ctxfold.errors import BudgetError
 from ctxfold.tokens import MODELS, Budget, ModelInfo, lookup, register
 
 
-def test_a1_gpt_4o_has_a_128k_window() -> None:
-    """A1: Budget.for_model("gpt-4o") has a 128,000-token window and 16,384 max output."""
+@pytest.mark.guarantee("model-catalog-window")
+def test_gpt_4o_has_a_128k_window() -> None:
+    """Budget.for_model("gpt-4o") has a 128,000-token window and 16,384 max output."""
     budget = Budget.for_model("gpt-4o")
     assert budget.window == 128_000
     assert budget.max_output == 16_384
 
 
-def test_a1_unknown_model_without_a_window_is_a_clear_error() -> None:
-    """A1: an unknown model without window= fails, naming the model and saying what to pass."""
+@pytest.mark.guarantee("model-catalog-window")
+def test_unknown_model_without_a_window_is_a_clear_error() -> None:
+    """an unknown model without window= fails, naming the model and saying what to pass."""
     with pytest.raises(BudgetError, match=r"'acme-llm-9'.*window="):
         Budget.for_model("acme-llm-9")
 
@@ -49,33 +51,38 @@ def test_for_model_overrides_win() -> None:
         (30_000, 20_000, 10_000),
     ],
 )
-def test_a2_reserve_from_max_output(window: int, max_output: int | None, reserve: int) -> None:
-    """A2: unknown max output reserves 20,000; 4,096 reserves 4,096; 100,000 is capped at
+@pytest.mark.guarantee("model-aware-reserve")
+def test_reserve_from_max_output(window: int, max_output: int | None, reserve: int) -> None:
+    """unknown max output reserves 20,000; 4,096 reserves 4,096; 100,000 is capped at
     20,000; window 30,000 with max output 20,000 reserves a third of the window, 10,000."""
     assert Budget(window, max_output=max_output).reserve_tokens == reserve
 
 
-def test_a2_tiny_window_reserves_at_least_1024() -> None:
-    """A2: window 2,000 with max output 1,000 reserves at least 1,024 tokens."""
+@pytest.mark.guarantee("model-aware-reserve")
+def test_tiny_window_reserves_at_least_1024() -> None:
+    """window 2,000 with max output 1,000 reserves at least 1,024 tokens."""
     assert Budget(2_000, max_output=1_000, target=0.3).reserve_tokens >= 1_024
 
 
-def test_a2_explicit_reserve_wins() -> None:
-    """A2: an explicit reserve is used as given, even below the floor or above the max output."""
+@pytest.mark.guarantee("model-aware-reserve")
+def test_explicit_reserve_wins() -> None:
+    """an explicit reserve is used as given, even below the floor or above the max output."""
     assert Budget(128_000, max_output=4_096, reserve=500).reserve_tokens == 500
     assert Budget(128_000, max_output=4_096, reserve=30_000).reserve_tokens == 30_000
 
 
-def test_a3_trigger_fraction_fires_at_102400() -> None:
-    """A3: trigger 0.8 on a 128,000 window fires at 102,400 tokens, not before."""
+@pytest.mark.guarantee("trigger-points")
+def test_trigger_fraction_fires_at_102400() -> None:
+    """trigger 0.8 on a 128,000 window fires at 102,400 tokens, not before."""
     budget = Budget(128_000, trigger=0.8)
     assert budget.trigger_tokens == 102_400
     assert not budget.should_compact(102_399)
     assert budget.should_compact(102_400)
 
 
-def test_a3_reserve_mode_fires_at_120000() -> None:
-    """A3: with no trigger, window 128,000 and max output 8,000 fire at 120,000 tokens."""
+@pytest.mark.guarantee("trigger-points")
+def test_reserve_mode_fires_at_120000() -> None:
+    """with no trigger, window 128,000 and max output 8,000 fire at 120,000 tokens."""
     budget = Budget(128_000, max_output=8_000)
     assert budget.trigger_tokens == 120_000
     assert not budget.should_compact(119_999)
@@ -93,14 +100,16 @@ def test_target_is_a_fraction_or_a_token_count() -> None:
     ("trigger", "target"),
     [(0.5, 0.5), (0.5, 0.6), (0.8, 0.0), (0.8, -0.1), (0.0, 0.4), (1.2, 0.4), (-0.5, 0.4)],
 )
-def test_b12_trigger_and_target_fractions_are_validated(trigger: float, target: float) -> None:
-    """B12: anything but 0 < target < trigger <= 1 is a ValueError naming the bad value."""
+@pytest.mark.guarantee("budget-fractions-validated")
+def test_trigger_and_target_fractions_are_validated(trigger: float, target: float) -> None:
+    """anything but 0 < target < trigger <= 1 is a ValueError naming the bad value."""
     with pytest.raises(ValueError, match=r"target|trigger"):
         Budget(128_000, trigger=trigger, target=target)
 
 
-def test_b12_valid_fractions_are_accepted() -> None:
-    """B12: target just below trigger, and trigger of exactly 1, are fine."""
+@pytest.mark.guarantee("budget-fractions-validated")
+def test_valid_fractions_are_accepted() -> None:
+    """target just below trigger, and trigger of exactly 1, are fine."""
     budget = Budget(128_000, trigger=1.0, target=0.99)
     assert budget.trigger_tokens == 128_000
 
@@ -114,8 +123,9 @@ def test_target_above_the_reserve_trigger_point_is_an_error() -> None:
 
 
 @pytest.mark.parametrize("window", [0, -1, -128_000])
-def test_l12_zero_or_negative_window_is_an_error(window: int) -> None:
-    """L12: a zero or negative window is an error, not a silent "off"."""
+@pytest.mark.guarantee("budget-live-and-validated")
+def test_zero_or_negative_window_is_an_error(window: int) -> None:
+    """a zero or negative window is an error, not a silent "off"."""
     with pytest.raises(BudgetError, match=rf"window.*{window}.*pass no budget"):
         Budget(window)
 

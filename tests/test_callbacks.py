@@ -1,5 +1,6 @@
-"""Application-chosen ranges through `on_compact(ctx)` (C1-C4), and what every run reports to
-listeners and to logging (A7)."""
+"""Application-chosen ranges through `on_compact(ctx)`
+(`callback-ranges-compose`-`range-never-splits-calls`), and what every run reports to listeners and
+to logging (`run-reported`)."""
 
 from __future__ import annotations
 
@@ -57,8 +58,9 @@ def summary_of(label: str) -> Callable[[list[Message]], str]:
     return lambda messages: f"## Work done\n- {label}: {len(messages)} messages"
 
 
-# -- C1, C2: ranges the application picks -------------------------------------------------------
-def test_c1_each_compact_call_replaces_exactly_its_range_and_calls_compose() -> None:
+# -- ranges the application picks ------------------------------------------------------------------
+@pytest.mark.guarantee("callback-ranges-compose")
+def test_each_compact_call_replaces_exactly_its_range_and_calls_compose() -> None:
     """Two ctx.compact calls in one callback: each replaces exactly its range in place, the
     messages before it stay, and the second call's indices refer to the result of the first."""
     original = history()
@@ -83,7 +85,8 @@ def test_c1_each_compact_call_replaces_exactly_its_range_and_calls_compose() -> 
     assert [p for p in validate(second) if p.severity == "error"] == []
 
 
-def test_c2_each_range_is_stored_with_the_true_first_and_last_seq() -> None:
+@pytest.mark.guarantee("callback-records-true-seqs")
+def test_each_range_is_stored_with_the_true_first_and_last_seq() -> None:
     """Each ctx.compact call is its own compaction event naming the first and last seq of what
     it replaced, even when a later range covers an earlier summary."""
     session = session_with(history())
@@ -102,7 +105,8 @@ def test_c2_each_range_is_stored_with_the_true_first_and_last_seq() -> None:
     assert "log items 2–13" in events[1].message.text
 
 
-def test_c1_callback_summarize_none_uses_the_compactors_summarizer() -> None:
+@pytest.mark.guarantee("callback-ranges-compose")
+def test_callback_summarize_none_uses_the_compactors_summarizer() -> None:
     """ctx.compact(range) without a function asks the compactor's summarizer, with exactly the
     messages of the range."""
     original = history()
@@ -118,7 +122,7 @@ def test_c1_callback_summarize_none_uses_the_compactors_summarizer() -> None:
     assert "fix the bugs" in session.messages()[1].text
 
 
-# -- C3, C4: ranges that are refused ------------------------------------------------------------
+# -- ranges that are refused -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("where", "says"),
     [
@@ -130,7 +134,8 @@ def test_c1_callback_summarize_none_uses_the_compactors_summarizer() -> None:
         ("1:7", "range, a slice or a"),
     ],
 )
-def test_c3_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
+@pytest.mark.guarantee("bad-range-refused")
+def test_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
     where: Any, says: str
 ) -> None:
     """An empty, reversed, out-of-bounds or malformed range raises InvalidInputError naming it;
@@ -152,7 +157,8 @@ def test_c3_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
     assert all(e.type != COMPACTION for e in session.events())
 
 
-def test_c4_a_range_that_splits_a_call_from_its_result_is_rejected() -> None:
+@pytest.mark.guarantee("range-never-splits-calls")
+def test_a_range_that_splits_a_call_from_its_result_is_rejected() -> None:
     """A range ending between a tool call and its result raises InvalidHistoryError."""
     original = history()
     session = session_with(original)
@@ -169,7 +175,8 @@ def test_c4_a_range_that_splits_a_call_from_its_result_is_rejected() -> None:
     assert session.messages() == original
 
 
-def test_c4_widen_grows_the_range_to_the_nearest_safe_boundaries() -> None:
+@pytest.mark.guarantee("range-never-splits-calls")
+def test_widen_grows_the_range_to_the_nearest_safe_boundaries() -> None:
     """With widen=True a range that would split a step is grown to whole steps on both sides."""
     original = history()
     session = session_with(original)
@@ -191,7 +198,8 @@ def test_c4_widen_grows_the_range_to_the_nearest_safe_boundaries() -> None:
 
 
 @pytest.mark.parametrize("widen", [False, True])
-def test_c3_a_range_over_the_system_block_is_rejected(widen: bool) -> None:
+@pytest.mark.guarantee("bad-range-refused")
+def test_a_range_over_the_system_block_is_rejected(widen: bool) -> None:
     """A range that covers the system prompt is refused with an error that says so, widened or
     not; the prompt stays."""
     original = history()
@@ -209,8 +217,9 @@ def test_c3_a_range_over_the_system_block_is_rejected(widen: bool) -> None:
     assert session.messages() == original
 
 
-# -- A7: observing runs ---------------------------------------------------------------------------
-def test_a7_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
+# -- observing runs --------------------------------------------------------------------------------
+@pytest.mark.guarantee("run-reported")
+def test_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """on_start sees each run begin (reason, tokens, target); on_report and the log see it end

@@ -29,7 +29,9 @@ def demo_file(tmp_path: Path) -> Path:
 @pytest.mark.transcripts
 @pytest.mark.parametrize("window", [8_000, 16_000, 32_000])
 @pytest.mark.parametrize("transcript", transcript_params())
-def test_v1_v3_every_shared_transcript_compacts_to_a_valid_history_within_the_target(
+@pytest.mark.guarantee("history-always-valid")
+@pytest.mark.guarantee("fits-or-smallest")
+def test_every_shared_transcript_compacts_to_a_valid_history_within_the_target(
     transcript: Path, window: int, tmp_path: Path
 ) -> None:
     """On every shared transcript at 8,000, 16,000 and 32,000 tokens, compact writes a history
@@ -126,7 +128,8 @@ def test_the_default_output_sits_beside_the_input(demo_file: Path, tmp_path: Pat
     assert (demo_file.parent / "session.compacted.jsonl").is_file()
 
 
-def test_b1_under_the_target_nothing_changes(demo_file: Path, tmp_path: Path) -> None:
+@pytest.mark.guarantee("under-target-no-op")
+def test_under_the_target_nothing_changes(demo_file: Path, tmp_path: Path) -> None:
     """A transcript already under the target of a big model window comes back as it was."""
     out = tmp_path / "out.jsonl"
     outcome = run_cli(

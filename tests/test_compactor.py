@@ -53,9 +53,10 @@ def compactions(session: Session) -> list[Event]:
     return [e for e in session.events() if e.type == COMPACTION]
 
 
-# -- L5: a decline ------------------------------------------------------------------------------
+# -- a decline -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("answer", [None, "", "   \n\t "])
-def test_l5_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
+@pytest.mark.guarantee("decline-writes-nothing")
+def test_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
     answer: str | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """None, "" or whitespace is a decline: nothing is appended, a warning is logged, the next
@@ -77,8 +78,9 @@ def test_l5_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
     assert session.last_seq == seq
 
 
-# -- L6: messages that arrive while a summarizer runs -------------------------------------------
-def test_l6_messages_appended_during_summary_stay_verbatim_after_it() -> None:
+# -- messages that arrive while a summarizer runs --------------------------------------------------
+@pytest.mark.guarantee("late-messages-stay-verbatim")
+def test_messages_appended_during_summary_stay_verbatim_after_it() -> None:
     """A message another writer appends while the summarizer runs is not covered by the
     summary: the compaction still lands, and the message projects after it, verbatim."""
     store = MemoryStore()
@@ -107,7 +109,7 @@ def test_l6_messages_appended_during_summary_stay_verbatim_after_it() -> None:
     assert errors(projected) == []
 
 
-# -- L7: two compactors at once -------------------------------------------------------------------
+# -- two compactors at once ------------------------------------------------------------------------
 def check_nothing_lost(session: Session, originals: Sequence[Message]) -> None:
     """Every original is still logged, no item was replaced twice, the projection is valid, and
     each original appears in it at most once."""
@@ -137,7 +139,8 @@ def meeting_summarizer(barrier: Any) -> FunctionSummarizer:
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
-def test_l7_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
+@pytest.mark.guarantee("one-compaction-wins")
+def test_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
     store_kind: str, tmp_path: Path
 ) -> None:
     """Two compactors planning against the same history at once (a barrier holds both inside
@@ -183,7 +186,8 @@ def _compact_in_process(path: str, barrier: Any, results: Any) -> None:
         store.close()
 
 
-def test_l7_two_compactors_in_processes_on_one_sqlite_file(tmp_path: Path) -> None:
+@pytest.mark.guarantee("one-compaction-wins")
+def test_two_compactors_in_processes_on_one_sqlite_file(tmp_path: Path) -> None:
     """Two processes compacting the same SQLite session at once: at most one compaction of an
     overlapping range lands, and every original message is still in the log."""
     path = str(tmp_path / "log.db")
@@ -207,8 +211,9 @@ def test_l7_two_compactors_in_processes_on_one_sqlite_file(tmp_path: Path) -> No
         check_nothing_lost(store.session("s"), originals)
 
 
-# -- L8, L9: empty sessions and failing summarizers ----------------------------------------------
-def test_l8_manual_compact_of_an_empty_session_raises_automatic_does_nothing() -> None:
+# -- empty sessions and failing summarizers --------------------------------------------------------
+@pytest.mark.guarantee("empty-session-refused")
+def test_manual_compact_of_an_empty_session_raises_automatic_does_nothing() -> None:
     """compact() on a session with no messages raises a clear CtxfoldError; maybe_compact()
     returns None and writes nothing."""
     session = MemoryStore().session("empty")
@@ -219,7 +224,8 @@ def test_l8_manual_compact_of_an_empty_session_raises_automatic_does_nothing() -
     assert session.events() == []
 
 
-def test_l9_raising_summarizer_is_isolated_in_the_automatic_trigger() -> None:
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+def test_raising_summarizer_is_isolated_in_the_automatic_trigger() -> None:
     """A summarizer that raises inside maybe_compact() does not break the turn: the report
     carries the error and nothing is appended."""
     session = session_with(history())
@@ -233,7 +239,8 @@ def test_l9_raising_summarizer_is_isolated_in_the_automatic_trigger() -> None:
     assert session.last_seq == seq
 
 
-def test_l9_manual_compact_raises_the_summarizers_exception() -> None:
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+def test_manual_compact_raises_the_summarizers_exception() -> None:
     """compact() raises what the summarizer raised, and appends nothing."""
     session = session_with(history())
     seq = session.last_seq
@@ -242,8 +249,9 @@ def test_l9_manual_compact_raises_the_summarizers_exception() -> None:
     assert session.last_seq == seq
 
 
-# -- L12, A4: budgets ---------------------------------------------------------------------------
-def test_l12_budget_changes_take_effect_at_the_next_check() -> None:
+# -- budgets ---------------------------------------------------------------------------------------
+@pytest.mark.guarantee("budget-live-and-validated")
+def test_budget_changes_take_effect_at_the_next_check() -> None:
     """Raising or lowering the budget of a live compactor changes the very next check; no budget
     turns the automatic trigger off."""
     session = session_with(history())
@@ -263,7 +271,8 @@ def test_l12_budget_changes_take_effect_at_the_next_check() -> None:
 
 
 @pytest.mark.parametrize("window", [0, -1, -128_000])
-def test_l12_zero_or_negative_window_is_an_error_not_off(window: int) -> None:
+@pytest.mark.guarantee("budget-live-and-validated")
+def test_zero_or_negative_window_is_an_error_not_off(window: int) -> None:
     """A window of zero or less is refused with a BudgetError (a ValueError) naming the value."""
     with pytest.raises(BudgetError, match=str(window)):
         Budget(window=window)
@@ -271,7 +280,8 @@ def test_l12_zero_or_negative_window_is_an_error_not_off(window: int) -> None:
         Budget(window=window)
 
 
-def test_a4_sessions_under_min_messages_are_never_compacted() -> None:
+@pytest.mark.guarantee("min-messages")
+def test_sessions_under_min_messages_are_never_compacted() -> None:
     """A session over the trigger with fewer than min_messages messages is left alone; one more
     message makes it eligible."""
     big = [
@@ -291,11 +301,12 @@ def test_a4_sessions_under_min_messages_are_never_compacted() -> None:
     assert comp.should_compact(session)
 
 
-# -- L13: redaction -----------------------------------------------------------------------------
+# -- redaction -------------------------------------------------------------------------------------
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwx0123"
 
 
-def test_l13_redactor_runs_on_every_summary_before_it_is_stored() -> None:
+@pytest.mark.guarantee("summaries-redacted")
+def test_redactor_runs_on_every_summary_before_it_is_stored() -> None:
     """A summary that quotes a secret is stored redacted: the log and the projection hold the
     redacted text, never the secret."""
     session = session_with(history())
@@ -311,7 +322,8 @@ def test_l13_redactor_runs_on_every_summary_before_it_is_stored() -> None:
     assert all(SECRET not in m.text for m in session.messages())
 
 
-def test_l13_identifier_check_cannot_put_a_redacted_secret_back() -> None:
+@pytest.mark.guarantee("summaries-redacted")
+def test_identifier_check_cannot_put_a_redacted_secret_back() -> None:
     """With the default extractive summarizer and a secret in the history, the identifier check
     runs before the redactor, so the stored summary still holds no secret."""
     messages = history()
@@ -323,8 +335,9 @@ def test_l13_identifier_check_cannot_put_a_redacted_secret_back() -> None:
         assert SECRET not in event.message.text
 
 
-# -- A9: fallback -------------------------------------------------------------------------------
-def test_a9_failing_llm_summarizer_falls_back_to_the_extractive_one() -> None:
+# -- fallback --------------------------------------------------------------------------------------
+@pytest.mark.guarantee("summarizer-fallback")
+def test_failing_llm_summarizer_falls_back_to_the_extractive_one() -> None:
     """With FallbackSummarizer, a primary that raises is replaced by the extractive summarizer:
     the compaction lands and the report says it fell back."""
     session = session_with(history())
@@ -337,8 +350,9 @@ def test_a9_failing_llm_summarizer_falls_back_to_the_extractive_one() -> None:
     assert "## Objective" in summary
 
 
-# -- B9, B10: what the estimate counts ----------------------------------------------------------
-def test_b9_tool_schemas_count_against_the_budget() -> None:
+# -- what the estimate counts ----------------------------------------------------------------------
+@pytest.mark.guarantee("tool-schemas-counted")
+def test_tool_schemas_count_against_the_budget() -> None:
     """Tool schemas passed as tools= are part of the estimate, so they can tip a session over the
     trigger, and the compaction report counts them."""
     messages = history(turns=3)
@@ -356,7 +370,8 @@ def test_b9_tool_schemas_count_against_the_budget() -> None:
     assert report.tokens_before == below + needed * COUNTER.per_tool
 
 
-def test_b10_usage_anchor_is_dropped_after_a_compaction() -> None:
+@pytest.mark.guarantee("usage-anchor-dropped-after-edit")
+def test_usage_anchor_is_dropped_after_a_compaction() -> None:
     """After a compaction the provider's reported figure no longer describes the history: the
     tally is unanchored and the estimate is a fresh count."""
     session = session_with(history())

@@ -70,8 +70,10 @@ async def test_acompact_awaits_an_async_summarizer_without_blocking_the_loop() -
     assert [p for p in validate(session.messages()) if p.severity == "error"] == []
 
 
-async def test_b1_amaybe_compact_under_trigger_does_nothing() -> None:
-    """amaybe_compact below the trigger returns None and never calls the summarizer (B1)."""
+@pytest.mark.guarantee("under-target-no-op")
+async def test_amaybe_compact_under_trigger_does_nothing() -> None:
+    """amaybe_compact below the trigger returns None and never calls the summarizer
+    (`under-target-no-op`)."""
     session = session_with(history()[:8])
     summarizer = async_summarizer()
     assert await compactor(summarizer).amaybe_compact(session) is None
@@ -87,9 +89,10 @@ async def test_amaybe_compact_over_trigger_compacts_an_async_session() -> None:
 
 
 @pytest.mark.parametrize("answer", [None, "", "  \n"])
-async def test_l5_async_decline_appends_nothing(answer: str | None) -> None:
+@pytest.mark.guarantee("decline-writes-nothing")
+async def test_async_decline_appends_nothing(answer: str | None) -> None:
     """An async summarizer that declines: amaybe_compact appends nothing and acompact returns
-    None (L5)."""
+    None (`decline-writes-nothing`)."""
     session = session_with(history())
     seq = session.last_seq
     comp = compactor(async_summarizer(answer))
@@ -99,9 +102,10 @@ async def test_l5_async_decline_appends_nothing(answer: str | None) -> None:
     assert session.last_seq == seq
 
 
-async def test_l9_async_failures_are_isolated_in_amaybe_compact_and_raised_by_acompact() -> None:
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+async def test_async_failures_are_isolated_in_amaybe_compact_and_raised_by_acompact() -> None:
     """An async summarizer that raises: amaybe_compact reports the error and appends nothing;
-    acompact raises it (L9)."""
+    acompact raises it (`auto-trigger-isolates-failures`)."""
 
     async def fail(request: SummaryRequest) -> str:
         raise ConnectionError("api down")
@@ -116,9 +120,10 @@ async def test_l9_async_failures_are_isolated_in_amaybe_compact_and_raised_by_ac
     assert session.last_seq == seq
 
 
-async def test_l6_message_appended_while_an_async_summarizer_awaits_projects_after_it() -> None:
+@pytest.mark.guarantee("late-messages-stay-verbatim")
+async def test_message_appended_while_an_async_summarizer_awaits_projects_after_it() -> None:
     """A message appended while an async summarizer is awaited is not covered by the summary and
-    projects after it, verbatim (L6)."""
+    projects after it, verbatim (`late-messages-stay-verbatim`)."""
     store = MemoryStore()
     session = session_with(history(), store)
     other = AsyncSession(store.session("s"))

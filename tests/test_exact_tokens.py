@@ -129,8 +129,9 @@ def test_message_count_follows_openais_chat_rule(name: str, reference: dict[str,
     )
 
 
-def test_a10_exact_count_includes_tool_call_names_and_arguments() -> None:
-    """A10: an assistant message that only calls a tool is charged for the call's name and
+@pytest.mark.guarantee("tool-calls-counted")
+def test_exact_count_includes_tool_call_names_and_arguments() -> None:
+    """an assistant message that only calls a tool is charged for the call's name and
     arguments; longer arguments cost more tokens."""
     ours = TiktokenCounter("o200k_base")
     short = Message("assistant", None, (ToolCall("call_1", "bash", '{"cmd": "ls"}'),))

@@ -66,7 +66,8 @@ def test_real_stretches_get_a_clearly_smaller_summary(path: Path) -> None:
 
 @pytest.mark.transcripts
 @pytest.mark.parametrize("path", transcript_params())
-def test_v2_every_error_string_and_path_survives_when_the_budget_allows(path: Path) -> None:
+@pytest.mark.guarantee("identifiers-survive")
+def test_every_error_string_and_path_survives_when_the_budget_allows(path: Path) -> None:
     """Every identifier, error strings and paths included, is in the summary verbatim."""
     messages = stretch_of(path)
     request = build_request(messages, max_tokens=4000)
@@ -142,7 +143,8 @@ def test_a_call_without_a_result_is_outstanding() -> None:
     assert "no result yet: bash: `make deploy`" in parse_sections(text)["Outstanding"]
 
 
-def test_l3_earlier_summaries_are_folded_in_not_summarized_again() -> None:
+@pytest.mark.guarantee("summaries-build-on-summaries")
+def test_earlier_summaries_are_folded_in_not_summarized_again() -> None:
     """An earlier summary's bullets carry over into the matching sections of the new one."""
     earlier = frame_summary(
         '## Objective\n- "port the CLI to click"\n## Decisions\n- keep argparse flags\n'

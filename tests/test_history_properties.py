@@ -1,5 +1,5 @@
 """Property: any sequence of appends and compactions projects to a valid history, and reopening
-the store gives the identical projection (L11)."""
+the store gives the identical projection (`reopen-same-projection`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -96,13 +97,14 @@ def errors(messages: list[Message]) -> list[str]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
-def test_l11_any_appends_and_compactions_project_validly_and_reopen_identically(
+@pytest.mark.guarantee("reopen-same-projection")
+def test_any_appends_and_compactions_project_validly_and_reopen_identically(
     ops: list[tuple[str, Any]],
 ) -> None:
     """Appends of user messages, steps of one to three parallel calls and pending calls,
     interleaved with compactions by any order of the three strategies at any small target, always
     project to a history with no error-severity problem; every original stays in the log; and a
-    fresh store on the same file projects the identical history (L11)."""
+    fresh store on the same file projects the identical history (`reopen-same-projection`)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "log.db"
         store = SQLiteStore(path)

@@ -119,7 +119,8 @@ def test_every_identifier_is_a_verbatim_substring_of_its_stretch(path: Path) -> 
         assert any(identifier in source for source in sources), identifier
 
 
-def test_v2_verify_appends_missing_identifiers_to_the_identifiers_section() -> None:
+@pytest.mark.guarantee("identifiers-survive")
+def test_verify_appends_missing_identifiers_to_the_identifiers_section() -> None:
     """Missing identifiers are added verbatim under ## Identifiers, replacing "nothing"."""
     summary = "## Objective\n- fix it\n\n## Identifiers\n- nothing\n\n## Outstanding\n- nothing"
     checked = verify(summary, ["src/app.py:12", "fix it"], max_tokens=100)
@@ -142,7 +143,8 @@ def test_verify_changes_nothing_when_every_identifier_is_present() -> None:
     assert (checked.text, checked.kept, checked.added) == (summary, 1, [])
 
 
-def test_v2_verify_restores_errors_first_and_reports_what_it_left_out() -> None:
+@pytest.mark.guarantee("identifiers-survive")
+def test_verify_restores_errors_first_and_reports_what_it_left_out() -> None:
     """With a small budget, error strings win over ids, and the rest is reported as left out."""
     error = "TypeError: unsupported operand type(s) for +: 'int' and 'str'"
     ids = [f"call_{i}abc" for i in range(10)]

@@ -41,7 +41,8 @@ def summarizer_for(server: FakeLLMServer, **kwargs: object) -> OpenAISummarizer:
 
 @pytest.mark.transcripts
 @pytest.mark.parametrize("path", transcript_params())
-def test_v1_a_replayed_transcript_stays_valid_within_budget_and_reports_usage(
+@pytest.mark.guarantee("history-always-valid")
+def test_a_replayed_transcript_stays_valid_within_budget_and_reports_usage(
     path: Path, server: FakeLLMServer
 ) -> None:
     """Replaying a real transcript message by message with an OpenAI summarizer keeps the
@@ -63,7 +64,7 @@ def test_v1_a_replayed_transcript_stays_valid_within_budget_and_reports_usage(
     assert errors(history) == []
     assert compactor.estimate(session) <= budget.trigger_tokens
     if not server.requests:
-        pytest.skip(f"{path.stem}: {len(reports)} compactions, none needed the summarizer (B2)")
+        pytest.skip(f"{path.stem}: {len(reports)} compactions, none needed the summarizer")
     summarized = [r for r in reports if r.summarizer_calls]
     assert {r.summarizer_model for r in summarized} == {"gpt-4o-mini"}
     assert sum(r.summarizer_calls for r in summarized) == len(server.requests)
@@ -76,7 +77,8 @@ def test_v1_a_replayed_transcript_stays_valid_within_budget_and_reports_usage(
         assert all(system not in sent.user for sent in server.requests)
 
 
-def test_b5_compact_sends_neither_the_system_block_nor_the_current_request(
+@pytest.mark.guarantee("summary-request-scope")
+def test_compact_sends_neither_the_system_block_nor_the_current_request(
     server: FakeLLMServer,
 ) -> None:
     """Through `ctxfold.compact`, the summarizer's requests never hold the agent's system
@@ -94,7 +96,8 @@ def test_b5_compact_sends_neither_the_system_block_nor_the_current_request(
     assert out.report.summarizer_model == "gpt-4o-mini"
 
 
-def test_a9_a_failing_llm_summarizer_falls_back_to_the_extractive_one(
+@pytest.mark.guarantee("summarizer-fallback")
+def test_a_failing_llm_summarizer_falls_back_to_the_extractive_one(
     server: FakeLLMServer,
 ) -> None:
     """When the API keeps answering 500, a FallbackSummarizer compacts with the extractive
@@ -109,7 +112,8 @@ def test_a9_a_failing_llm_summarizer_falls_back_to_the_extractive_one(
     assert errors(out.messages) == []
 
 
-def test_l9_a_failing_llm_summarizer_does_not_break_the_automatic_trigger(
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+def test_a_failing_llm_summarizer_does_not_break_the_automatic_trigger(
     server: FakeLLMServer,
 ) -> None:
     """A summarizer whose API keeps failing never raises out of `maybe_compact`: each report

@@ -45,14 +45,16 @@ def anthropic_error(server: FakeLLMServer, mode: Mode) -> BaseException:
     return caught.value
 
 
-def test_a6_openai_context_length_exceeded_is_an_overflow(server: FakeLLMServer) -> None:
+@pytest.mark.guarantee("overflow-recovery")
+def test_openai_context_length_exceeded_is_an_overflow(server: FakeLLMServer) -> None:
     """OpenAI's 400 with code context_length_exceeded, as the real SDK raises it, is an overflow."""
     error = openai_error(server, "overflow")
     assert isinstance(error, openai.BadRequestError)
     assert is_context_overflow(error)
 
 
-def test_a6_anthropic_prompt_is_too_long_is_an_overflow(server: FakeLLMServer) -> None:
+@pytest.mark.guarantee("overflow-recovery")
+def test_anthropic_prompt_is_too_long_is_an_overflow(server: FakeLLMServer) -> None:
     """Anthropic's 400 "prompt is too long", as the real SDK raises it, is an overflow."""
     error = anthropic_error(server, "overflow")
     assert isinstance(error, anthropic.BadRequestError)

@@ -1,5 +1,6 @@
-"""Overflow recovery (A6): on a provider's context-overflow error the compactor compacts and the
-caller retries once; a second overflow in the same session clears tool results instead.
+"""Overflow recovery (`overflow-recovery`): on a provider's context-overflow error the compactor
+compacts and the caller retries once; a second overflow in the same session clears tool results
+instead.
 
 The agent loop here sends the session's messages through the real OpenAI SDK client to the
 local fake API, which answers the first request with a genuine context_length_exceeded 400.
@@ -84,7 +85,8 @@ def agent_turn(
     return send(client, session), recoveries
 
 
-def test_a6_overflow_compacts_and_the_single_retry_succeeds(server: FakeLLMServer) -> None:
+@pytest.mark.guarantee("overflow-recovery")
+def test_overflow_compacts_and_the_single_retry_succeeds(server: FakeLLMServer) -> None:
     """A real context_length_exceeded error from the SDK: the compactor compacts, the retry
     goes through, and the user message that overflowed is in the log and the projection once."""
     client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
@@ -107,7 +109,8 @@ def test_a6_overflow_compacts_and_the_single_retry_succeeds(server: FakeLLMServe
     assert len(retried) < len(server.requests[0].body["messages"])
 
 
-def test_a6_second_overflow_in_a_session_clears_tool_results() -> None:
+@pytest.mark.guarantee("overflow-recovery")
+def test_second_overflow_in_a_session_clears_tool_results() -> None:
     """The first overflow compacts with the pipeline; a second one in the same session clears
     tool results instead, keeping call ids, so the history stays valid."""
     session = session_with(history())
@@ -124,7 +127,8 @@ def test_a6_second_overflow_in_a_session_clears_tool_results() -> None:
     assert [p for p in validate(projected) if p.severity == "error"] == []
 
 
-def test_a6_overflows_are_counted_per_session() -> None:
+@pytest.mark.guarantee("overflow-recovery")
+def test_overflows_are_counted_per_session() -> None:
     """A first overflow in another session compacts with the pipeline again."""
     comp = compactor()
     comp.recover_from_overflow(session_with(history(), "a"))
@@ -133,7 +137,8 @@ def test_a6_overflows_are_counted_per_session() -> None:
     assert [s.name for s in report.strategies] == ["summarize"]
 
 
-async def test_a6_async_recovery_behaves_like_the_sync_one() -> None:
+@pytest.mark.guarantee("overflow-recovery")
+async def test_async_recovery_behaves_like_the_sync_one() -> None:
     """arecover_from_overflow compacts first, then clears tool results on a second overflow."""
     session = session_with(history())
     comp = compactor()

@@ -90,8 +90,9 @@ def summaries(view: WorkingView) -> list[int]:
     return [i for i, item in enumerate(view.items) if item.kind == "summary"]
 
 
-# -- B1, B2: nothing runs that is not needed ----------------------------------------------------
-def test_b1_under_target_no_strategy_runs_and_no_summarizer_call() -> None:
+# -- nothing runs that is not needed ---------------------------------------------------------------
+@pytest.mark.guarantee("under-target-no-op")
+def test_under_target_no_strategy_runs_and_no_summarizer_call() -> None:
     """Under the target the history comes back unchanged and the summarizer is never asked."""
     messages = history()
     summarizer = FunctionSummarizer.returning(SHORT)
@@ -102,7 +103,8 @@ def test_b1_under_target_no_strategy_runs_and_no_summarizer_call() -> None:
     assert report.events == ()
 
 
-def test_b2_clearing_tool_results_is_enough_so_nothing_else_runs() -> None:
+@pytest.mark.guarantee("cheapest-first")
+def test_clearing_tool_results_is_enough_so_nothing_else_runs() -> None:
     """When clearing old tool output reaches the target, neither Summarize nor SlidingWindow
     runs, whatever the order after it."""
     messages = history()
@@ -119,8 +121,9 @@ def test_b2_clearing_tool_results_is_enough_so_nothing_else_runs() -> None:
     assert summarizer.calls == 0
 
 
-# -- B3, A8: clearing tool results ------------------------------------------------------------
-def test_b3_clearing_leaves_newest_steps_and_small_results_and_says_how_to_recall() -> None:
+# -- clearing tool results -------------------------------------------------------------------------
+@pytest.mark.guarantee("clearing-keeps-recent-and-small")
+def test_clearing_leaves_newest_steps_and_small_results_and_says_how_to_recall() -> None:
     """ClearToolResults keeps the newest `keep_steps` steps and results under `min_tokens`; each
     placeholder names the tool and the call id and says where the full output is kept."""
     messages = [SYSTEM, Message("user", "Inspect the repository.")]
@@ -141,7 +144,8 @@ def test_b3_clearing_leaves_newest_steps_and_small_results_and_says_how_to_recal
     assert errors(out) == []
 
 
-def test_b3_keep_steps_two_keeps_the_two_newest_steps() -> None:
+@pytest.mark.guarantee("clearing-keeps-recent-and-small")
+def test_keep_steps_two_keeps_the_two_newest_steps() -> None:
     """With keep_steps=2 the two newest steps keep their output, older ones are cleared."""
     messages = [SYSTEM, Message("user", "go")]
     for name in ("a", "b", "c", "d"):
@@ -156,7 +160,8 @@ def test_b3_keep_steps_two_keeps_the_two_newest_steps() -> None:
     assert kept == ["c", "d"]
 
 
-def test_a8_micro_compaction_keeps_call_ids_and_short_results() -> None:
+@pytest.mark.guarantee("micro-compaction")
+def test_micro_compaction_keeps_call_ids_and_short_results() -> None:
     """Long tool results become a placeholder that keeps the call id (the history stays valid);
     short results stay exactly as they were."""
     messages = [SYSTEM, Message("user", "Look around.")]
@@ -176,8 +181,9 @@ def test_a8_micro_compaction_keeps_call_ids_and_short_results() -> None:
     assert report.tokens_after < report.tokens_before
 
 
-# -- B4: the sliding window ---------------------------------------------------------------------
-def test_b4_window_drops_whole_old_turns_first_leaving_one_note() -> None:
+# -- the sliding window ----------------------------------------------------------------------------
+@pytest.mark.guarantee("window-drops-oldest-whole")
+def test_window_drops_whole_old_turns_first_leaving_one_note() -> None:
     """SlidingWindow drops the oldest whole turns, leaves one note with the count, and the first
     kept message after the note starts a turn; the current task is untouched."""
     messages = history(turns=4)
@@ -195,7 +201,8 @@ def test_b4_window_drops_whole_old_turns_first_leaving_one_note() -> None:
     assert errors(out) == []
 
 
-def test_b4_window_then_drops_old_steps_of_the_current_task() -> None:
+@pytest.mark.guarantee("window-drops-oldest-whole")
+def test_window_then_drops_old_steps_of_the_current_task() -> None:
     """When dropping every earlier turn is not enough, whole steps of the current task go, oldest
     first; the system block, the current request and the newest step always survive."""
     messages = history(turns=2, task_steps=4)
@@ -214,8 +221,9 @@ def test_b4_window_then_drops_old_steps_of_the_current_task() -> None:
     assert errors(out) == []
 
 
-# -- B5 to B8: summarizing --------------------------------------------------------------------
-def test_b5_first_request_covers_oldest_turns_without_system_or_current_request() -> None:
+# -- summarizing -----------------------------------------------------------------------------------
+@pytest.mark.guarantee("summary-request-scope")
+def test_first_request_covers_oldest_turns_without_system_or_current_request() -> None:
     """The first summarizer request starts with the oldest turn and holds neither the system
     block nor the current request."""
     messages = history(turns=4)
@@ -235,7 +243,8 @@ def stepwise() -> Summarize:
     return Summarize(summary_tokens=64, max_stretch_tokens=450)
 
 
-def test_b6_decline_stops_and_keeps_the_rounds_that_worked() -> None:
+@pytest.mark.guarantee("summarize-stops-at-last-good-round")
+def test_decline_stops_and_keeps_the_rounds_that_worked() -> None:
     """A decline in round two stops summarizing; round one's summary stays, the rest is as it
     was."""
     messages = history(turns=4)
@@ -251,7 +260,8 @@ def test_b6_decline_stops_and_keeps_the_rounds_that_worked() -> None:
     assert rest == messages[len(messages) - len(rest) :]
 
 
-def test_b6_exception_stops_and_keeps_the_rounds_that_worked() -> None:
+@pytest.mark.guarantee("summarize-stops-at-last-good-round")
+def test_exception_stops_and_keeps_the_rounds_that_worked() -> None:
     """A summarizer that raises in round two stops summarizing; round one's summary stays and
     the error is recorded."""
     answers = iter([SHORT])
@@ -271,7 +281,8 @@ def test_b6_exception_stops_and_keeps_the_rounds_that_worked() -> None:
     assert isinstance(view.stats.failure, TimeoutError)
 
 
-def test_b6_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
+@pytest.mark.guarantee("summarize-stops-at-last-good-round")
+def test_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
     """A round whose summary is no smaller than the stretch is refused and stops summarizing."""
     bloated = words(2000, "bloat")
     summarizer = FunctionSummarizer.returning(SHORT, bloated)
@@ -283,7 +294,8 @@ def test_b6_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
     assert any("no smaller" in note for note in view.stats.notes)
 
 
-def test_b7_summaries_are_combined_only_after_every_plain_turn_is_summarized() -> None:
+@pytest.mark.guarantee("plain-before-combined")
+def test_summaries_are_combined_only_after_every_plain_turn_is_summarized() -> None:
     """Rounds summarize every plain earlier turn before any request combines summaries, and a
     combining request holds only summaries."""
     messages = history(turns=5)
@@ -302,7 +314,8 @@ def test_b7_summaries_are_combined_only_after_every_plain_turn_is_summarized() -
             assert request.synthetic == frozenset(range(len(request.messages)))
 
 
-def test_b8_unreachable_target_terminates_without_wasted_calls() -> None:
+@pytest.mark.guarantee("unreachable-target-terminates")
+def test_unreachable_target_terminates_without_wasted_calls() -> None:
     """At a target nothing can reach, Summarize stops; every call it made became a summary, so
     no call was made once nothing more could be given up."""
     messages = history(turns=5)
@@ -318,7 +331,8 @@ def test_b8_unreachable_target_terminates_without_wasted_calls() -> None:
     assert again.calls == 0
 
 
-def test_b8_pinned_only_history_makes_no_summarizer_call() -> None:
+@pytest.mark.guarantee("unreachable-target-terminates")
+def test_pinned_only_history_makes_no_summarizer_call() -> None:
     """A history of only pinned messages is never sent to the summarizer, whatever the target."""
     messages = [SYSTEM, CURRENT, *step("only", 500)]
     summarizer = FunctionSummarizer.returning(SHORT)
@@ -329,7 +343,8 @@ def test_b8_pinned_only_history_makes_no_summarizer_call() -> None:
 
 
 @pytest.mark.parametrize("answer", ["record", "instructions"])
-def test_b11_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
+@pytest.mark.guarantee("echo-rejected")
+def test_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
     """A summarizer that sends back its input record or its own instructions is not accepted:
     nothing is replaced and the run notes why."""
 
@@ -344,7 +359,7 @@ def test_b11_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
     assert any("echo" in note for note in view.stats.notes)
 
 
-# -- A5, A11: what stays verbatim ---------------------------------------------------------------
+# -- what stays verbatim ---------------------------------------------------------------------------
 def verbatim_tail(out: Sequence[Message], original: Sequence[Message]) -> int:
     """How many trailing messages `out` shares verbatim with `original`."""
     n = 0
@@ -354,7 +369,8 @@ def verbatim_tail(out: Sequence[Message], original: Sequence[Message]) -> int:
 
 
 @pytest.mark.parametrize("keep", [150, 300, 500])
-def test_a5_keep_recent_tokens_keeps_a_verbatim_tail_from_a_safe_cut(keep: int) -> None:
+@pytest.mark.guarantee("recent-tail-kept")
+def test_keep_recent_tokens_keeps_a_verbatim_tail_from_a_safe_cut(keep: int) -> None:
     """At least `keep_recent_tokens` of the newest tokens stay verbatim, and the verbatim tail
     starts at a safe cut point (never between a call and its result)."""
     messages = history(turns=4)
@@ -366,7 +382,8 @@ def test_a5_keep_recent_tokens_keeps_a_verbatim_tail_from_a_safe_cut(keep: int) 
         assert len(messages) - n in analyze(messages).cuts
 
 
-def test_a11_system_prompt_survives_and_summaries_land_before_the_tail() -> None:
+@pytest.mark.guarantee("system-prompt-kept")
+def test_system_prompt_survives_and_summaries_land_before_the_tail() -> None:
     """However small the target, the system prompt is the first message, unchanged, and every
     summary stands before the verbatim recent tail."""
     messages = [SYSTEM, Message("system", "Tools: bash, read_file."), *history()[1:]]
@@ -384,8 +401,9 @@ def test_a11_system_prompt_survives_and_summaries_land_before_the_tail() -> None
         assert errors(out) == []
 
 
-# -- V3: when the pinned messages alone are too big ---------------------------------------------
-def test_v3_pinned_over_target_is_reported_and_view_is_pinned_plus_notes() -> None:
+# -- when the pinned messages alone are too big ----------------------------------------------------
+@pytest.mark.guarantee("fits-or-smallest")
+def test_pinned_over_target_is_reported_and_view_is_pinned_plus_notes() -> None:
     """When the pinned messages alone exceed the target, the report says so (`fits` False,
     `pinned_tokens` over the target) and the view holds only the pinned messages, with at most
     one note between two of them."""
@@ -404,7 +422,8 @@ def test_v3_pinned_over_target_is_reported_and_view_is_pinned_plus_notes() -> No
         assert errors(out) == []
 
 
-def test_v3_target_met_whenever_the_smallest_view_fits() -> None:
+@pytest.mark.guarantee("fits-or-smallest")
+def test_target_met_whenever_the_smallest_view_fits() -> None:
     """At every target from tiny to generous, either the result fits or the report shows that
     what cannot be given up is already over the target."""
     messages = history(turns=4)

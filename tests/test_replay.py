@@ -73,7 +73,8 @@ def test_a_small_window_compacts_several_times_and_keeps_every_request_inside_it
     assert [p for p in validate(session.messages()) if p.severity == "error"] == []
 
 
-def test_l1_the_log_keeps_every_replayed_message() -> None:
+@pytest.mark.guarantee("log-keeps-originals")
+def test_the_log_keeps_every_replayed_message() -> None:
     """Compactions are events beside the originals: every transcript message is still in the log."""
     messages = generate(seed=3, steps=40)
     session, result = _replay(messages, 12_000)
@@ -82,7 +83,8 @@ def test_l1_the_log_keeps_every_replayed_message() -> None:
     assert logged == messages
 
 
-def test_l11_a_replay_into_sqlite_reopens_to_the_same_projection(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.guarantee("reopen-same-projection")
+def test_a_replay_into_sqlite_reopens_to_the_same_projection(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Replayed into a SQLite file, the session reads back the same from a new store object."""
     messages = generate(seed=4, steps=40)
     path = tmp_path / "replay.db"

@@ -58,16 +58,18 @@ def test_messages_project_in_append_order(session: Session) -> None:
     assert session.messages() == conversation()
 
 
-def test_l1_compaction_is_an_event_and_originals_stay(session: Session) -> None:
-    """L1: compacting appends a compaction event; session.events() still returns every original."""
+@pytest.mark.guarantee("log-keeps-originals")
+def test_compaction_is_an_event_and_originals_stay(session: Session) -> None:
+    """compacting appends a compaction event; session.events() still returns every original."""
     session.append(summary(2, 5))
     events = session.events()
     assert [e.type for e in events] == ["message"] * 8 + [COMPACTION]
     assert [e.message for e in events[:8]] == conversation()
 
 
-def test_l2_whole_history_compaction_then_new_message(session: Session) -> None:
-    """L2: after compacting the whole history the projection is the system block plus one
+@pytest.mark.guarantee("summary-replaces-history")
+def test_whole_history_compaction_then_new_message(session: Session) -> None:
+    """after compacting the whole history the projection is the system block plus one
     summary, and a new user message projects after the summary."""
     session.append(summary(2, 8, "Everything so far."))
     assert [m.content for m in session.messages()] == [
@@ -81,8 +83,9 @@ def test_l2_whole_history_compaction_then_new_message(session: Session) -> None:
     ]
 
 
-def test_l3_second_summary_covers_the_first(session: Session) -> None:
-    """L3: compact, add a turn, compact again: the second summary replaces the first summary plus
+@pytest.mark.guarantee("summaries-build-on-summaries")
+def test_second_summary_covers_the_first(session: Session) -> None:
+    """compact, add a turn, compact again: the second summary replaces the first summary plus
     what followed, and only it shows."""
     (first,) = session.append(summary(2, 5, "first summary"))
     session.append([Message("user", "And run the linter."), Message("assistant", "Lint is clean.")])
@@ -93,8 +96,9 @@ def test_l3_second_summary_covers_the_first(session: Session) -> None:
     assert session.items()[1].covers == (2, last)
 
 
-def test_l4_middle_range_lands_in_place(session: Session) -> None:
-    """L4: a compaction of a middle range lands where the range stood; what came before and
+@pytest.mark.guarantee("compaction-lands-in-place")
+def test_middle_range_lands_in_place(session: Session) -> None:
+    """a compaction of a middle range lands where the range stood; what came before and
     after keeps its order."""
     session.append(summary(3, 5, "middle"))
     contents = [m.content for m in session.messages()]
@@ -118,10 +122,11 @@ def test_l4_middle_range_lands_in_place(session: Session) -> None:
         (2, 99, "not in the current projection"),
     ],
 )
-def test_l10_invalid_edit_is_refused_and_nothing_written(
+@pytest.mark.guarantee("invalid-edit-refused")
+def test_invalid_edit_is_refused_and_nothing_written(
     session: Session, first: int, last: int, why: str
 ) -> None:
-    """L10: an edit that is not contiguous, reversed, touches the system block or would split a
+    """an edit that is not contiguous, reversed, touches the system block or would split a
     tool call from its result is refused at append time, and nothing is written."""
     before = session.store.last_seq("s1")
     with pytest.raises(InvalidHistoryError, match=why):
@@ -129,8 +134,9 @@ def test_l10_invalid_edit_is_refused_and_nothing_written(
     assert session.store.last_seq("s1") == before
 
 
-def test_l10_range_that_is_no_longer_contiguous_is_refused(session: Session) -> None:
-    """L10: after a compaction, an edit naming a replaced item or a stale id list is refused."""
+@pytest.mark.guarantee("invalid-edit-refused")
+def test_range_that_is_no_longer_contiguous_is_refused(session: Session) -> None:
+    """after a compaction, an edit naming a replaced item or a stale id list is refused."""
     session.append(summary(2, 5))
     with pytest.raises(InvalidHistoryError):
         session.append(summary(3, 8))
@@ -139,16 +145,18 @@ def test_l10_range_that_is_no_longer_contiguous_is_refused(session: Session) -> 
         session.append(NewEvent(COMPACTION, stale))
 
 
-def test_l10_pending_call_is_never_compacted() -> None:
-    """L10: a compaction that would drop a call still waiting for its result is refused."""
+@pytest.mark.guarantee("invalid-edit-refused")
+def test_pending_call_is_never_compacted() -> None:
+    """a compaction that would drop a call still waiting for its result is refused."""
     s = MemoryStore().session("p")
     s.append(conversation()[:3])  # the call c1 has no result yet
     with pytest.raises(InvalidHistoryError, match="pending"):
         s.append(summary(2, 3))
 
 
-def test_l10_batch_is_checked_as_a_whole() -> None:
-    """L10: a batch whose second edit is invalid (given the first) writes nothing at all."""
+@pytest.mark.guarantee("invalid-edit-refused")
+def test_batch_is_checked_as_a_whole() -> None:
+    """a batch whose second edit is invalid (given the first) writes nothing at all."""
     s = MemoryStore().session("b")
     s.append(conversation())
     with pytest.raises(InvalidHistoryError):
@@ -168,8 +176,9 @@ def test_mask_replaces_tool_output_and_keeps_call_id(session: Session) -> None:
         session.append(NewEvent(MASK, {"items": [{"id": 2, "content": "x"}]}))
 
 
-def test_l11_reopening_gives_identical_projection(tmp_path: Path) -> None:
-    """L11: reopening a session from its store in a new process gives the same projection."""
+@pytest.mark.guarantee("reopen-same-projection")
+def test_reopening_gives_identical_projection(tmp_path: Path) -> None:
+    """reopening a session from its store in a new process gives the same projection."""
     db = tmp_path / "log.db"
     store = SQLiteStore(db)
     s = store.session("s")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import InvalidInputError, SchemaVersionError
 from ctxfold.events import NewEvent
 from ctxfold.storage import SQLiteStore, default_sqlite_path
 from ctxfold.testing.store_contract import EventStoreContract
@@ -80,7 +80,7 @@ def test_a_database_from_a_newer_ctxfold_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO schema_version (version) VALUES (99)")
     conn.close()
-    with pytest.raises(InvalidInputError, match="upgrade ctxfold"):
+    with pytest.raises(SchemaVersionError, match="upgrade ctxfold"):
         SQLiteStore(path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,7 +66,8 @@ def _anthropic_breaks(messages: list[Message]) -> list[str]:
 
 @settings(deadline=None)
 @given(histories())
-def test_v1_generated_histories_are_valid(history: History) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_generated_histories_are_valid(history: History) -> None:
     """The generated histories themselves are valid, so any error after a cut comes from the cut."""
     messages, _ = history
     assert _errors(messages) == []
@@ -73,7 +75,8 @@ def test_v1_generated_histories_are_valid(history: History) -> None:
 
 @settings(deadline=None)
 @given(histories())
-def test_v1_keeping_the_system_block_and_any_suffix_from_a_cut_is_valid(history: History) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_keeping_the_system_block_and_any_suffix_from_a_cut_is_valid(history: History) -> None:
     """Dropping everything between the system block and any cut point leaves a valid history."""
     messages, synthetic = history
     structure = analyze(messages, synthetic)
@@ -85,7 +88,8 @@ def test_v1_keeping_the_system_block_and_any_suffix_from_a_cut_is_valid(history:
 
 @settings(deadline=None)
 @given(histories())
-def test_v1_dropping_a_run_between_two_cut_points_is_valid(history: History) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_dropping_a_run_between_two_cut_points_is_valid(history: History) -> None:
     """Dropping any contiguous run that starts and ends at cut points leaves a valid history."""
     messages, synthetic = history
     cuts = sorted(analyze(messages, synthetic).cuts)
@@ -127,7 +131,8 @@ def test_no_cut_point_falls_inside_a_step(history: History) -> None:
 
 @settings(deadline=None)
 @given(histories())
-def test_v1_cutting_inside_a_step_is_caught_by_validate(history: History) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_cutting_inside_a_step_is_caught_by_validate(history: History) -> None:
     """The checker the properties rely on has teeth: a cut inside a step is reported as an error."""
     messages, synthetic = history
     structure = analyze(messages, synthetic)

@@ -41,7 +41,8 @@ def api_key_sent(headers: Mapping[str, str]) -> str | None:
 
 
 def stretch() -> list[Message]:
-    """The oldest turns of a history, without its system block and current request (B5)."""
+    """The oldest turns of a history, without its system block and current request
+    (`summary-request-scope`)."""
     messages = [*generate(seed=3, steps=8), Message("user", CURRENT_REQUEST)]
     structure = analyze(messages)
     assert structure.current_request is not None
@@ -65,7 +66,8 @@ def test_the_instructions_go_in_system_and_the_record_in_one_user_message(
     assert api_key_sent(sent.headers) == "test"
 
 
-def test_b5_system_block_and_current_request_are_not_sent(server: FakeLLMServer) -> None:
+@pytest.mark.guarantee("summary-request-scope")
+def test_system_block_and_current_request_are_not_sent(server: FakeLLMServer) -> None:
     """Neither the agent's system prompt nor the user's current request reaches the API."""
     AnthropicSummarizer(MODEL, client=client_for(server))(build_request(stretch()))
     body = str(server.requests[0].body)
@@ -109,7 +111,8 @@ def test_a_slow_answer_past_the_timeout_raises_summarizer_error(server: FakeLLMS
 
 
 @pytest.mark.parametrize("mode", ["empty", "echo"])
-def test_b11_an_empty_or_echoed_answer_is_a_decline(server: FakeLLMServer, mode: str) -> None:
+@pytest.mark.guarantee("echo-rejected")
+def test_an_empty_or_echoed_answer_is_a_decline(server: FakeLLMServer, mode: str) -> None:
     """An answer with no text blocks, or one that repeats the record, is a decline with a note."""
     server.mode = mode  # type: ignore[assignment]
     result = AnthropicSummarizer(MODEL, client=client_for(server))(build_request(stretch()))

@@ -108,7 +108,8 @@ def test_something_that_cannot_be_called_is_refused() -> None:
 # -- results and declines ----------------------------------------------------------------------
 
 
-def test_l5_none_empty_and_blank_answers_are_declines() -> None:
+@pytest.mark.guarantee("decline-writes-nothing")
+def test_none_empty_and_blank_answers_are_declines() -> None:
     """None, "" and whitespace are declines; text is not."""
     assert is_decline(normalize_result(None))
     assert is_decline(normalize_result(""))
@@ -122,17 +123,19 @@ def test_an_answer_of_the_wrong_type_is_a_summarizer_error() -> None:
         normalize_result({"text": SUMMARY})
 
 
-# -- echoes (B11) -------------------------------------------------------------------------------
+# -- echoes (`echo-rejected`)
 
 
-def test_b11_sending_back_the_prompt_is_an_echo() -> None:
+@pytest.mark.guarantee("echo-rejected")
+def test_sending_back_the_prompt_is_an_echo() -> None:
     """A summary that repeats the instructions is not accepted."""
     req = request()
     assert is_echo(req.instructions, req)
     assert is_echo(f"Sure!\n{req.prompt}", req)
 
 
-def test_b11_copying_the_input_is_an_echo() -> None:
+@pytest.mark.guarantee("echo-rejected")
+def test_copying_the_input_is_an_echo() -> None:
     """A summary that reproduces the stretch's messages is not accepted."""
     req = request()
     copied = "\n".join(m.text for m in req.messages)
@@ -163,10 +166,11 @@ def test_extractive_summaries_of_real_stretches_are_not_echoes(path: Path) -> No
     assert not is_echo(text, req)
 
 
-# -- fallback (A9) ------------------------------------------------------------------------------
+# -- fallback (`summarizer-fallback`)
 
 
-def test_a9_a_failing_summarizer_falls_back_to_the_extractive_one() -> None:
+@pytest.mark.guarantee("summarizer-fallback")
+def test_a_failing_summarizer_falls_back_to_the_extractive_one() -> None:
     """When the primary raises, the extractive summary is used and the note says why."""
 
     def flaky(r: SummaryRequest) -> str:
@@ -178,7 +182,8 @@ def test_a9_a_failing_summarizer_falls_back_to_the_extractive_one() -> None:
     assert "ExtractiveSummarizer" in result.notes[0]
 
 
-def test_a9_a_declining_or_echoing_primary_falls_back() -> None:
+@pytest.mark.guarantee("summarizer-fallback")
+def test_a_declining_or_echoing_primary_falls_back() -> None:
     """A decline or an echo from the primary also hands over to the fallback."""
     fallback = FunctionSummarizer.returning(SUMMARY)
     declined = FallbackSummarizer(FunctionSummarizer.declining(), fallback)(request())
@@ -213,7 +218,8 @@ def test_a_failing_fallback_raises_a_summarizer_error_naming_both() -> None:
         both(request())
 
 
-async def test_a9_an_async_primary_falls_back_the_same_way() -> None:
+@pytest.mark.guarantee("summarizer-fallback")
+async def test_an_async_primary_falls_back_the_same_way() -> None:
     """acall runs the same decisions for async summarizers."""
 
     async def broken(r: SummaryRequest) -> str:
@@ -228,7 +234,7 @@ async def test_a9_an_async_primary_falls_back_the_same_way() -> None:
     assert ok == SummaryResult(SUMMARY)
 
 
-# -- redaction (L13) ----------------------------------------------------------------------------
+# -- redaction (`summaries-redacted`)
 
 
 @pytest.mark.parametrize(
@@ -240,14 +246,16 @@ async def test_a9_an_async_primary_falls_back_the_same_way() -> None:
         "xoxb-1234567890-abcdefghij",
     ],
 )
-def test_l13_api_keys_and_tokens_are_redacted(secret: str) -> None:
+@pytest.mark.guarantee("summaries-redacted")
+def test_api_keys_and_tokens_are_redacted(secret: str) -> None:
     """Provider keys, GitHub and Slack tokens and AWS access keys become [redacted]."""
     redacted = redact_secrets(f"- exported {secret} before running `make deploy`")
     assert secret not in redacted
     assert redacted == "- exported [redacted] before running `make deploy`"
 
 
-def test_l13_labelled_secrets_keep_their_label() -> None:
+@pytest.mark.guarantee("summaries-redacted")
+def test_labelled_secrets_keep_their_label() -> None:
     """Bearer tokens and password=... assignments keep the label and lose the value."""
     text = "curl -H 'Authorization: Bearer abc.def.ghi123456' url; DB_PASSWORD=hunter2hunter2"
     assert redact_secrets(text) == (

@@ -40,7 +40,7 @@ def history() -> list[Message]:
 
 def engine_stretch(messages: list[Message]) -> list[Message]:
     """What the engine hands a summarizer first: the oldest turns, without the system block and
-    without the current request (behaviour B5)."""
+    without the current request (`summary-request-scope`)."""
     structure = analyze(messages)
     current = structure.current_request
     assert current is not None
@@ -65,7 +65,8 @@ def test_the_prompt_is_the_sectioned_instructions_and_the_record(server: FakeLLM
     assert sent.body["temperature"] == 0
 
 
-def test_b5_system_block_and_current_request_are_not_sent(server: FakeLLMServer) -> None:
+@pytest.mark.guarantee("summary-request-scope")
+def test_system_block_and_current_request_are_not_sent(server: FakeLLMServer) -> None:
     """The summarizer sees the stretch only: neither the system prompt nor the user's current
     request reaches the API."""
     messages = history()
@@ -135,7 +136,8 @@ def test_a_slow_answer_past_the_timeout_raises_summarizer_error(server: FakeLLMS
 
 
 @pytest.mark.parametrize("mode", ["empty", "echo"])
-def test_b11_an_empty_or_echoed_answer_is_a_decline(server: FakeLLMServer, mode: str) -> None:
+@pytest.mark.guarantee("echo-rejected")
+def test_an_empty_or_echoed_answer_is_a_decline(server: FakeLLMServer, mode: str) -> None:
     """An answer with no text, or one repeating the record, is a decline (text None) with a
     note, and still reports what the call cost."""
     server.mode = mode  # type: ignore[assignment]

@@ -131,8 +131,9 @@ def test_anchored_estimate_is_reported_tokens_plus_what_came_after() -> None:
     assert tally.estimate == 5_000
 
 
-def test_b10_dropping_the_anchor_counts_afresh() -> None:
-    """B10: after a compaction drops the anchor, the estimate is the counted total again."""
+@pytest.mark.guarantee("usage-anchor-dropped-after-edit")
+def test_dropping_the_anchor_counts_afresh() -> None:
+    """after a compaction drops the anchor, the estimate is the counted total again."""
     tally = Tally(HeuristicCounter())
     for item_id, message in enumerate(_messages(6), start=1):
         tally.add(item_id, message)
@@ -142,7 +143,8 @@ def test_b10_dropping_the_anchor_counts_afresh() -> None:
     assert tally.estimate == tally.total
 
 
-def test_b10_removing_an_anchored_item_drops_the_anchor() -> None:
+@pytest.mark.guarantee("usage-anchor-dropped-after-edit")
+def test_removing_an_anchored_item_drops_the_anchor() -> None:
     """Editing what the provider measured makes its figure stale, so it is no longer used."""
     tally = Tally(HeuristicCounter())
     for item_id, message in enumerate(_messages(6), start=1):
@@ -153,8 +155,9 @@ def test_b10_removing_an_anchored_item_drops_the_anchor() -> None:
     assert tally.estimate == tally.total
 
 
-def test_b9_changing_tools_changes_the_total_and_drops_the_anchor() -> None:
-    """B9: tool schemas count; changing them invalidates the provider's last figure."""
+@pytest.mark.guarantee("tool-schemas-counted")
+def test_changing_tools_changes_the_total_and_drops_the_anchor() -> None:
+    """tool schemas count; changing them invalidates the provider's last figure."""
     heuristic = HeuristicCounter()
     tally = Tally(heuristic)
     tally.add(1, Message("user", "hi"))

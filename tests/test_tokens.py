@@ -55,8 +55,9 @@ def test_heuristic_message_adds_a_documented_overhead() -> None:
     assert HeuristicCounter().count_message(message) == 10 + MESSAGE_OVERHEAD
 
 
-def test_a10_heuristic_counts_tool_call_names_arguments_and_ids() -> None:
-    """A10: a tool call's id, name and arguments are charged, plus a per-call overhead."""
+@pytest.mark.guarantee("tool-calls-counted")
+def test_heuristic_counts_tool_call_names_arguments_and_ids() -> None:
+    """a tool call's id, name and arguments are charged, plus a per-call overhead."""
     heuristic = HeuristicCounter()
     call = ToolCall("call_abc", "run_tests", '{"path": "tests/test_io.py", "verbose": true}')
     message = Message("assistant", None, (call,))
@@ -68,8 +69,9 @@ def test_a10_heuristic_counts_tool_call_names_arguments_and_ids() -> None:
     assert heuristic.count_message(two_calls) > heuristic.count_message(message)
 
 
-def test_a10_tool_result_id_and_name_are_counted() -> None:
-    """A10: a tool result pays for its tool_call_id and name, not only its text."""
+@pytest.mark.guarantee("tool-calls-counted")
+def test_tool_result_id_and_name_are_counted() -> None:
+    """a tool result pays for its tool_call_id and name, not only its text."""
     heuristic = HeuristicCounter()
     bare = Message("tool", "ok", tool_call_id="c")
     longer_id = Message("tool", "ok", tool_call_id="call_" + "9" * 40, name="bash")
@@ -77,8 +79,9 @@ def test_a10_tool_result_id_and_name_are_counted() -> None:
 
 
 @pytest.mark.parametrize("make", [HeuristicCounter, lambda: TiktokenCounter("o200k_base")])
-def test_b9_tool_schemas_cost_tokens(make: type[HeuristicCounter]) -> None:
-    """B9: tool schemas count against the budget; more tools cost more."""
+@pytest.mark.guarantee("tool-schemas-counted")
+def test_tool_schemas_cost_tokens(make: type[HeuristicCounter]) -> None:
+    """tool schemas count against the budget; more tools cost more."""
     tokens = make()
     assert tokens.count_tools([]) == 0
     one = tokens.count_tools(TOOLS)

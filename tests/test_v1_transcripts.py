@@ -1,4 +1,5 @@
-"""V1 and V2 on the shared real transcripts: at every window from 4,000 to 64,000 tokens, with the
+"""`history-always-valid` and `identifiers-survive` on the shared real transcripts: at every window
+from 4,000 to 64,000 tokens, with the
 default ladder and the reference ladder, in one shot and as a live agent would, the compacted
 history is valid, meets the target whenever that is possible, and keeps every identifier of what
 was summarized."""
@@ -45,7 +46,8 @@ def check(report: CompactionReport, messages: Sequence[Message], where: str) -> 
 
 
 @pytest.mark.parametrize("path", transcript_params())
-def test_v1_compact_messages_is_valid_and_meets_the_target(path: Path) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_compact_messages_is_valid_and_meets_the_target(path: Path) -> None:
     """compact_messages on a real transcript, at windows 4k to 64k with both ladders: no
     error-severity problem, and the target met whenever the pinned messages fit it."""
     messages = read_jsonl(path)
@@ -59,7 +61,8 @@ def test_v1_compact_messages_is_valid_and_meets_the_target(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", transcript_params())
-def test_v1_live_replay_stays_valid_after_every_compaction(path: Path) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_live_replay_stays_valid_after_every_compaction(path: Path) -> None:
     """Replaying a transcript one message at a time, checking before each assistant message as
     an agent loop would: after every compaction the projection is valid and the target met
     whenever the pinned messages fit it, at windows 4k to 64k with both ladders."""
@@ -90,7 +93,8 @@ def view_text(messages: Sequence[Message]) -> str:
 
 
 @pytest.mark.parametrize("path", transcript_params())
-def test_v2_identifiers_of_summarized_stretches_survive_or_are_reported(path: Path) -> None:
+@pytest.mark.guarantee("identifiers-survive")
+def test_identifiers_of_summarized_stretches_survive_or_are_reported(path: Path) -> None:
     """Every identifier of every stretch sent to the summarizer appears verbatim in the compacted
     view, unless the report lists it as left out. Checked for the summarize-only ladder and for
     the default ladder wherever the sliding window did not have to drop summaries."""

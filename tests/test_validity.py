@@ -29,7 +29,8 @@ def _codes(problems: list[Problem], severity: str = "error") -> list[tuple[int, 
 
 @pytest.mark.transcripts
 @pytest.mark.parametrize("path", transcript_params())
-def test_v1_shared_transcripts_have_no_errors(path: Path) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_shared_transcripts_have_no_errors(path: Path) -> None:
     """Every shared transcript is a history OpenAI accepts: validate finds no error in it."""
     messages = read_jsonl(path)
     assert _codes(validate(messages)) == []
@@ -38,7 +39,8 @@ def test_v1_shared_transcripts_have_no_errors(path: Path) -> None:
 
 @pytest.mark.transcripts
 @pytest.mark.parametrize("path", transcript_params())
-def test_v1_pending_final_calls_and_repeated_ids_are_reported_as_info(path: Path) -> None:
+@pytest.mark.guarantee("history-always-valid")
+def test_pending_final_calls_and_repeated_ids_are_reported_as_info(path: Path) -> None:
     """A final call without result is "pending-call" and a reused call id "duplicate-call-id"."""
     messages = read_jsonl(path)
     info = validate(messages)

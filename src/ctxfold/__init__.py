@@ -47,7 +47,7 @@ from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy
 from ctxfold.projection import Item
 from ctxfold.protocols import EventStore, TokenCounter
 from ctxfold.session import AsyncSession, Session
-from ctxfold.storage import MemoryStore, SQLiteStore, open_store
+from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
 from ctxfold.summarizers import (
     ExtractiveSummarizer,
     FallbackSummarizer,
@@ -62,15 +62,6 @@ compact = compact_messages
 acompact = acompact_messages
 
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> object:
-    # PostgresStore needs the postgres extra only when it is built, not on import.
-    if name == "PostgresStore":
-        from ctxfold.storage.postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module 'ctxfold' has no attribute {name!r}")
 
 
 __all__ = [

@@ -19,6 +19,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message, ToolCall
 
 PROJECT = "tallyho"
@@ -118,7 +119,7 @@ def generate(seed: int = 0, steps: int = 60, *, corrections: bool = True) -> lis
     `corrections` lets the user interject a correction about every 25 steps (each starts a turn).
     """
     if steps < 1:
-        raise ValueError(f"steps must be at least 1, not {steps}")
+        raise ConfigurationError(f"steps must be at least 1, not {steps}")
     writer = _Writer(random.Random(seed), seed)
     out = [Message("system", SYSTEM_PROMPT), Message("user", TASK)]
     for done, messages in enumerate(writer.steps(), 1):

@@ -1,14 +1,39 @@
-"""The errors ctxfold raises. Catch `CtxfoldError` for all of them."""
+"""Every error ctxfold raises on purpose. Catch `CtxfoldError` for all of them.
+
+The tree, and what each branch means for a caller:
+
+```
+CtxfoldError
+├── InvalidInputError (ValueError)      data that cannot be read or stored; names line and value
+│   ├── EmptySessionError               a manual compaction of a session with no messages
+│   └── UnknownRefError (LookupError)   a recall ref that names nothing in the log
+├── ConfigurationError (ValueError, TypeError)  an argument a component cannot work with
+├── BudgetError (ValueError)            a window, reserve, trigger or target that cannot work
+├── InvalidHistoryError (ValueError)    an edit or history a provider would reject with a 400
+├── ConflictError                       another writer appended first (optimistic concurrency)
+├── SummarizerError                     a summarizer raised, timed out or answered nonsense
+├── StoreError                          the store itself, not the data given to it
+│   ├── StoreClosedError (RuntimeError) the store was closed
+│   ├── StoreUnavailableError (ConnectionError)  the database cannot be reached
+│   └── SchemaVersionError              the database was written by a newer ctxfold
+└── MissingDependencyError (ImportError)  an optional extra is not installed
+```
+
+The builtin bases are there for callers who already catch `ValueError` or `ImportError`; the
+ctxfold class is always the precise one. ctxfold itself never raises a bare builtin exception
+on purpose (a test checks the source for it).
+"""
 
 from __future__ import annotations
 
 
 class CtxfoldError(Exception):
-    """Root of every error ctxfold raises on purpose."""
+    """Root of every error ctxfold raises on purpose. Never raised itself: every raise picks the
+    subclass that says what went wrong."""
 
 
 class InvalidInputError(CtxfoldError, ValueError):
-    """Input that cannot be read: a malformed line, an unknown role, a bad value.
+    """Input that cannot be read or stored: a malformed line, an unknown role, a bad value.
 
     The message names the line (when there is one) and the offending value.
     """
@@ -16,6 +41,22 @@ class InvalidInputError(CtxfoldError, ValueError):
     def __init__(self, message: str, *, line: int | None = None) -> None:
         self.line = line
         super().__init__(f"line {line}: {message}" if line is not None else message)
+
+
+class EmptySessionError(InvalidInputError):
+    """A manual compaction of a session that holds no messages: there is nothing to compact."""
+
+
+class UnknownRefError(InvalidInputError, LookupError):
+    """A recall reference (``c12``, a cleared result's call id) that names nothing in the log."""
+
+
+class ConfigurationError(CtxfoldError, ValueError, TypeError):
+    """An argument a component cannot work with: a negative `keep_steps`, a summary role that is
+    no role, a pipeline entry that is not a strategy, a summarizer that is not callable.
+
+    It is a `ValueError` and a `TypeError` too, since either builtin fits some of these cases.
+    """
 
 
 class InvalidHistoryError(CtxfoldError, ValueError):
@@ -46,6 +87,24 @@ class BudgetError(CtxfoldError, ValueError):
 
 class SummarizerError(CtxfoldError):
     """A summarizer failed (raised, timed out, or answered something unusable)."""
+
+
+class StoreError(CtxfoldError):
+    """The store failed, not the data given to it: closed, unreachable, or too new to read."""
+
+
+class StoreClosedError(StoreError, RuntimeError):
+    """The store was closed; open a new one to keep reading or appending."""
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The database cannot be reached (down, refusing connections, missing, or shut down while in
+    use). The message names the database without its password and says what to check."""
+
+
+class SchemaVersionError(StoreError):
+    """The database holds a ctxfold schema newer than this version understands; upgrade ctxfold
+    to open it. Nothing was changed."""
 
 
 class MissingDependencyError(CtxfoldError, ImportError):

@@ -64,5 +64,5 @@ class Event:
     def message(self) -> Message:
         """The message of a ``message`` event (or the replacement message of a ``compaction``)."""
         if self.type not in (MESSAGE, COMPACTION):
-            raise ValueError(f"event {self.seq} is a {self.type!r} event, not a message")
+            raise InvalidInputError(f"event {self.seq} is a {self.type!r} event, not a message")
         return Message.from_dict(self.data["message"])

@@ -1,4 +1,5 @@
-"""Application-chosen ranges: the context an `on_compact(ctx)` callback receives (C1–C4)."""
+"""Application-chosen ranges: the context an `on_compact(ctx)` callback receives (the callback
+guarantees, `callback-ranges-compose` and the three after it)."""
 
 from __future__ import annotations
 

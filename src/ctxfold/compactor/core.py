@@ -9,7 +9,7 @@ from typing import Any
 
 from ctxfold.compactor.engine import Callback, Settings, plan_compaction, run_async, run_sync
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason
-from ctxfold.errors import BudgetError, CtxfoldError
+from ctxfold.errors import BudgetError, ConfigurationError, EmptySessionError
 from ctxfold.pipeline.base import Pipeline
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.protocols import TokenCounter
@@ -23,16 +23,19 @@ log = logging.getLogger("ctxfold.compactor")
 class Compactor:
     """Keeps sessions within a `Budget`.
 
-    - `budget`: the window, trigger and target; None turns the automatic trigger off (L12). It
-      may be changed at any time and takes effect at the next check.
+    - `budget`: the window, trigger and target; None turns the automatic trigger off
+      (`budget-live-and-validated`). It may be changed at any time and takes effect at the next
+      check.
     - `pipeline`: the ladder (default ClearToolResults → Summarize → SlidingWindow).
     - `summarizer`: used by `Summarize` strategies that name none (default: extractive, no model).
     - `counter`: the token counter (default `ctxfold.tokens.counter("auto")`).
-    - `on_compact(ctx)`: an application callback that picks ranges itself (C1–C4); it runs before
-      the pipeline, which then only runs if the view still does not fit.
-    - `redact(text) -> text`: applied to every summary before it is stored (L13).
-    - `tools`: the tool schemas sent with each request; they count against the budget (B9).
-    - `on_start(CompactionStart)`, `on_report(CompactionReport)`: observe each run (A7).
+    - `on_compact(ctx)`: an application callback that picks ranges itself (the callback guarantees,
+      `callback-ranges-compose` and the three after it); it runs before the pipeline, which then
+      only runs if the view still does not fit.
+    - `redact(text) -> text`: applied to every summary before it is stored (`summaries-redacted`).
+    - `tools`: the tool schemas sent with each request; they count against the budget
+      (`tool-schemas-counted`).
+    - `on_start(CompactionStart)`, `on_report(CompactionReport)`: observe each run (`run-reported`).
     - `summary_role`: the role summaries and notes are projected with (default "user").
 
     >>> from ctxfold import Budget, Message
@@ -62,7 +65,7 @@ class Compactor:
         if budget is not None and not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
         if summary_role not in ("user", "assistant", "system"):
-            raise ValueError(
+            raise ConfigurationError(
                 f"summary_role must be user, assistant or system, not {summary_role!r}"
             )
         self.budget = budget
@@ -92,7 +95,8 @@ class Compactor:
 
     def should_compact(self, session: Session) -> bool:
         """True when the estimate has reached the trigger and the session has at least
-        `min_messages` messages (A4). Always False without a budget (L12)."""
+        `min_messages` messages (`min-messages`). Always False without a budget
+        (`budget-live-and-validated`)."""
         budget = self.budget
         if budget is None:
             return False
@@ -103,7 +107,8 @@ class Compactor:
     # -- running ---------------------------------------------------------------------------
     def maybe_compact(self, session: Session) -> CompactionReport | None:
         """The automatic trigger, for after each turn: compacts only when `should_compact`.
-        A summarizer failure is logged and reported, never raised (L9)."""
+        A summarizer failure is logged and reported, never raised
+        (`auto-trigger-isolates-failures`)."""
         if not self.should_compact(session):
             return None
         return self._finish(run_sync(self._run(session, "threshold"), self.summarizer))
@@ -119,8 +124,8 @@ class Compactor:
     def compact(self, session: Session, *, target: int | None = None) -> CompactionReport | None:
         """Compact now, toward the budget's target (or `target` tokens). Returns the report, or
         None when nothing was appended (declined, or already within the target); the report is
-        in `last_report` either way. Raises on an empty session (L8) and when the summarizer
-        raises (L9)."""
+        in `last_report` either way. Raises on an empty session (`empty-session-refused`) and when
+        the summarizer raises (`auto-trigger-isolates-failures`)."""
         report = run_sync(self._run(session, "manual", target, manual=True), self.summarizer)
         return self._finish(report, manual=True)
 
@@ -135,7 +140,7 @@ class Compactor:
     def recover_from_overflow(self, session: Session) -> CompactionReport | None:
         """After a provider's context-overflow error (see `is_context_overflow`): compact, so the
         caller can retry once. A second overflow in the same session clears tool results
-        instead (A6). Nothing is appended to the conversation itself."""
+        instead (`overflow-recovery`). Nothing is appended to the conversation itself."""
         return self._finish(run_sync(self._overflow_run(session), self.summarizer))
 
     async def arecover_from_overflow(
@@ -164,7 +169,7 @@ class Compactor:
     ) -> Any:
         budget = self.budget
         if manual and not session.message_count():
-            raise CtxfoldError(f"session {session.id!r} has no messages to compact")
+            raise EmptySessionError(f"session {session.id!r} has no messages to compact")
         if budget is None and target is None:
             raise BudgetError("this compactor has no budget; pass target= or set a budget")
         settings = Settings(

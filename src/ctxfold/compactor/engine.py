@@ -19,7 +19,7 @@ from typing import Any
 from ctxfold._drive import adrive, drive
 from ctxfold.compactor.callback import CompactionContext
 from ctxfold.compactor.report import CompactionReport, Reason
-from ctxfold.errors import ConflictError
+from ctxfold.errors import ConflictError, SummarizerError
 from ctxfold.events import COMPACTION, MASK, Event, NewEvent
 from ctxfold.pipeline.base import Pipeline, StrategyEffect, SummaryCall
 from ctxfold.pipeline.view import WorkingView
@@ -58,7 +58,8 @@ class Settings:
     redact: Callable[[str], str] | None
     on_compact: Callback | None
     raise_failures: bool = False
-    """True for a manual compact: a summarizer's exception is raised and nothing lands (L9)."""
+    """True for a manual compact: a summarizer's exception is raised and nothing lands
+    (`auto-trigger-isolates-failures`)."""
 
 
 def plan_compaction(session: Session, settings: Settings, reason: Reason) -> Run:
@@ -66,7 +67,8 @@ def plan_compaction(session: Session, settings: Settings, reason: Reason) -> Run
 
     On a conflict (another writer appended first) the run is rebased when only plain messages
     arrived: its edits name items by id, so they still hold, and the new messages project after
-    them verbatim (L6). When another compaction landed, it re-plans once, then declines (L7).
+    them verbatim (`late-messages-stay-verbatim`). When another compaction landed, it re-plans once,
+    then declines (`one-compaction-wins`).
     """
     started = time.perf_counter()
     for attempt in (1, 2):
@@ -81,7 +83,8 @@ def plan_compaction(session: Session, settings: Settings, reason: Reason) -> Run
         if not view.fits:
             effects = yield from settings.pipeline.plan(view)
         if view.stats.failure is not None and settings.raise_failures:
-            raise view.stats.failure  # L9: a manual compact raises what the summarizer raised
+            # `auto-trigger-isolates-failures`: a manual compact raises what the summarizer raised
+            raise view.stats.failure
         stored: list[Event] = []
         error = view.stats.errors[0] if view.stats.errors else None
         if view.events:
@@ -91,12 +94,12 @@ def plan_compaction(session: Session, settings: Settings, reason: Reason) -> Run
                 if attempt == 1:
                     continue
                 error = f"declined: {exc}"
-        return _report(session, view, reason, tokens_before, effects, stored, error, started)
-    raise AssertionError("unreachable")  # pragma: no cover
+        break
+    return _report(session, view, reason, tokens_before, effects, stored, error, started)
 
 
 def _no_resolver(request: SummaryRequest) -> SummaryResult | None:  # pragma: no cover
-    raise RuntimeError("the compactor's driver sets the resolver before running a callback")
+    raise SummarizerError("the compactor's driver sets the resolver before running a callback")
 
 
 def _view_of(session: Session, settings: Settings) -> tuple[WorkingView, int]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ctxfold.compactor.core import Compactor
 from ctxfold.compactor.report import CompactionReport
+from ctxfold.errors import InvalidInputError
 from ctxfold.events import NewEvent
 from ctxfold.messages import Message
 from ctxfold.pipeline.base import Pipeline
@@ -44,7 +45,7 @@ def compact_messages(
     """Compact a plain list toward `budget`'s target (or `target` tokens) and return the new list.
 
     Nothing is kept anywhere: an in-memory log holds the run, so the result is exactly what a
-    session would project. Under the target the list comes back unchanged (B1).
+    session would project. Under the target the list comes back unchanged (`under-target-no-op`).
 
     >>> from ctxfold import Budget, Message
     >>> out = compact_messages([Message("system", "Be brief."), Message("user", "hi")],
@@ -86,7 +87,7 @@ def _prepare(
     redact: Callable[[str], str] | None,
 ) -> tuple[Session, Compactor]:
     if not messages:
-        raise ValueError("compact_messages needs at least one message")
+        raise InvalidInputError("compact_messages needs at least one message")
     session = MemoryStore().session("compact")
     session.append(list(messages))
     compactor = Compactor(

@@ -1,4 +1,5 @@
-"""What a compaction run reports: `CompactionStart` before, `CompactionReport` after (A7)."""
+"""What a compaction run reports: `CompactionStart` before, `CompactionReport` after
+(`run-reported`)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ class CompactionReport:
 
     Token figures are counts in the compactor's counter units. `fits` says whether the result
     is within `target`; when it is not, `pinned_tokens` shows whether what no strategy can give
-    up already exceeds it (V3): the pinned messages, plus one note (or less) for each gap between
-    them. `landed` is False when nothing was appended (declined, nothing to do, or a conflict
-    that re-planning could not resolve).
+    up already exceeds it (`fits-or-smallest`): the pinned messages, plus one note (or less) for
+    each gap between them. `landed` is False when nothing was appended (declined, nothing to do, or
+    a conflict that re-planning could not resolve).
     """
 
     session_id: str | None

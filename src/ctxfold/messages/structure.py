@@ -21,6 +21,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.messages._values import Message
 
 UnitKind = Literal["system", "user", "step", "synthetic", "orphan", "other"]
@@ -90,7 +91,7 @@ class Structure:
         for unit in self.units:
             if unit.start <= index < unit.end:
                 return unit
-        raise IndexError(index)
+        raise InvalidInputError(f"index {index} is outside the history of {self.size} messages")
 
     def pinned(self, keep_steps: int = 1, also: Iterable[int] = ()) -> frozenset[int]:
         """Indices no strategy may touch: the system block, the current request, the newest

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.messages._values import Message
 from ctxfold.messages.structure import answers
 
@@ -61,7 +62,7 @@ def validate(messages: Sequence[Message], provider: Provider = "openai") -> list
     ['orphan-result']
     """
     if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!r}; expected openai or anthropic")
+        raise InvalidInputError(f"unknown provider {provider!r}; expected openai or anthropic")
     problems = _pairing(messages) + _duplicates(messages, provider) + _content(messages, provider)
     if provider == "anthropic":
         problems += _anthropic_order(messages)

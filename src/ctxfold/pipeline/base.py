@@ -14,6 +14,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 
 if TYPE_CHECKING:
@@ -79,7 +80,9 @@ class Pipeline:
     def __init__(self, strategies: Sequence[Strategy]) -> None:
         for strategy in strategies:
             if not callable(getattr(strategy, "run", None)) or not getattr(strategy, "name", ""):
-                raise TypeError(f"{strategy!r} is not a Strategy: it needs a name and run(view)")
+                raise ConfigurationError(
+                    f"{strategy!r} is not a Strategy: it needs a name and run(view)"
+                )
         self.strategies = tuple(strategies)
 
     @classmethod
@@ -105,7 +108,8 @@ class Pipeline:
         effects: list[StrategyEffect] = []
         for strategy in self.strategies:
             if view.fits:
-                break  # B1/B2: nothing more runs, and no summarizer is called, once it fits
+                # `under-target-no-op`, `cheapest-first`: once it fits, nothing more runs
+                break
             before, edits = view.total, len(view.events)
             steps = strategy.run(view)
             if inspect.isgenerator(steps):

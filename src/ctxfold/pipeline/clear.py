@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.pipeline.view import WorkingView
 
@@ -31,9 +32,9 @@ class ClearToolResults:
         self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
     ) -> None:
         if keep_steps is not None and keep_steps < 0:
-            raise ValueError(f"keep_steps must be >= 0, not {keep_steps}")
+            raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
         if min_tokens < 0:
-            raise ValueError(f"min_tokens must be >= 0, not {min_tokens}")
+            raise ConfigurationError(f"min_tokens must be >= 0, not {min_tokens}")
         self.keep_steps = keep_steps
         self.min_tokens = min_tokens
         self.keep_tail = keep_tail

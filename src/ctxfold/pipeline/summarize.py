@@ -8,10 +8,11 @@ taken in four tiers, oldest and least useful first:
 3. ``steps``: older steps of the current task, keeping the newest;
 4. ``task-summaries``: the current task's summaries, combined.
 
-Within a region a plain stretch is always summarized before summaries are combined (B7), so each
-stretch of history is read by a summarizer once. The rounds stop at the last one that worked
-when the summarizer declines, raises, echoes its input, or answers something no smaller than the
-stretch (B6), and when no stretch is left to give up (B8).
+Within a region a plain stretch is always summarized before summaries are combined
+(`plain-before-combined`), so each stretch of history is read by a summarizer once. The rounds stop
+at the last one that worked when the summarizer declines, raises, echoes its input, or answers
+something no smaller than the stretch (`summarize-stops-at-last-good-round`), and when no stretch is
+left to give up (`unreachable-target-terminates`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.base import Plan, SummaryCall
@@ -46,7 +48,7 @@ class Summarize:
       get proportionally less (an eighth of the target, never under 128).
     - `max_stretch_tokens`: the most history one request carries, in tokens (default 64,000);
       an LLM summarizer splits a stretch that is still too big for its own window.
-    - `redact`: applied to every summary before it is stored (L13).
+    - `redact`: applied to every summary before it is stored (`summaries-redacted`).
     """
 
     name = "summarize"
@@ -61,9 +63,9 @@ class Summarize:
         redact: Callable[[str], str] | None = None,
     ) -> None:
         if summary_tokens < 16:
-            raise ValueError(f"summary_tokens must be at least 16, not {summary_tokens}")
+            raise ConfigurationError(f"summary_tokens must be at least 16, not {summary_tokens}")
         if max_stretch_tokens <= summary_tokens:
-            raise ValueError("max_stretch_tokens must exceed summary_tokens")
+            raise ConfigurationError("max_stretch_tokens must exceed summary_tokens")
         self.summarizer = summarizer
         self.keep_steps = keep_steps
         self.summary_tokens = summary_tokens
@@ -75,14 +77,16 @@ class Summarize:
             budget = self._summary_budget(view)
             stretch = self._next_stretch(view, budget)
             if stretch is None:
-                return  # B8: nothing more may be given up, so no call is made
+                # `unreachable-target-terminates`: nothing more may be given up, so no call is made
+                return
             worked = yield from self._round(view, stretch, budget)
             if not worked:
                 return
 
     # -- one round -------------------------------------------------------------------------
     def _round(self, view: WorkingView, stretch: Stretch, budget: int) -> Plan[bool]:
-        """One request and, if the answer is usable, one edit. False means stop (B6)."""
+        """One request and, if the answer is usable, one edit. False means stop
+        (`summarize-stops-at-last-good-round`)."""
         start, end = stretch.start, stretch.end
         tokens = view.tokens(start, end)
         synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
@@ -96,7 +100,7 @@ class Summarize:
         stats = view.stats
         try:
             answer = yield SummaryCall(request, self.summarizer)
-        except Exception as exc:  # B6: stop at the last round that worked
+        except Exception as exc:  # stop at the last round that worked
             stats.errors.append(f"{type(exc).__name__}: {exc}")
             stats.failure = stats.failure or exc
             stats.notes.append(f"summarize stopped: the summarizer raised {type(exc).__name__}")
@@ -115,7 +119,7 @@ class Summarize:
         from ctxfold.summarizers.base import is_echo
 
         if is_echo(text, request):
-            stats.notes.append("summarize stopped: the summary echoed its input (B11)")
+            stats.notes.append("summarize stopped: the summary echoed its input")
             return False
         checked = verify(text, request.identifiers, budget, view.count_text)
         body = view.redact(self.redact(checked.text) if self.redact else checked.text)

@@ -103,7 +103,7 @@ class WorkingView:
         return self._structure
 
     def redact(self, text: str) -> str:
-        """Apply the configured redactor (L13) to text about to be stored."""
+        """Apply the configured redactor (`summaries-redacted`) to text about to be stored."""
         return self._redact(text) if self._redact else text
 
     def tokens(self, start: int, end: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.view import WorkingView
@@ -29,7 +30,7 @@ class SlidingWindow:
 
     def __init__(self, keep_steps: int | None = None) -> None:
         if keep_steps is not None and keep_steps < 0:
-            raise ValueError(f"keep_steps must be >= 0, not {keep_steps}")
+            raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
         self.keep_steps = keep_steps
 
     def run(self, view: WorkingView) -> None:
@@ -96,8 +97,8 @@ def note_for(view: WorkingView, start: int, end: int) -> tuple[Message, dict[str
 
 
 def _count_lost_identifiers(view: WorkingView, dropped_summaries: list[str]) -> None:
-    """A dropped summary takes the identifiers it was keeping with it (V2): report those that
-    no longer appear anywhere in the view as left out."""
+    """A dropped summary takes the identifiers it was keeping with it (`identifiers-survive`):
+    report those that no longer appear anywhere in the view as left out."""
     if not dropped_summaries:
         return
     remaining = "\n".join(

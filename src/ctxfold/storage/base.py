@@ -14,17 +14,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxfold.errors import CtxfoldError, InvalidInputError
+from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, NewEvent
 
 if TYPE_CHECKING:
     from ctxfold.session import Session
 
 _Store = TypeVar("_Store", bound="StoreBase")
-
-
-class StoreClosedError(CtxfoldError, RuntimeError):
-    """The store was closed; open a new one to keep reading or appending."""
 
 
 @dataclass(frozen=True)

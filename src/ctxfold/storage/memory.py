@@ -5,12 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ctxfold.errors import ConflictError
+from ctxfold.errors import ConflictError, StoreClosedError
 from ctxfold.events import Event
 from ctxfold.storage.base import (
     EncodedEvent,
     StoreBase,
-    StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,

@@ -15,12 +15,17 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ctxfold.errors import ConflictError, CtxfoldError, InvalidInputError, MissingDependencyError
+from ctxfold.errors import (
+    ConflictError,
+    InvalidInputError,
+    MissingDependencyError,
+    SchemaVersionError,
+    StoreClosedError,
+)
 from ctxfold.events import Event
 from ctxfold.storage.base import (
     EncodedEvent,
     StoreBase,
-    StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,
@@ -169,7 +174,7 @@ class PostgresStore(StoreBase):
             cur.execute(self._sql.current_version)
             version = _first(cur.fetchone())
             if version > len(MIGRATIONS):
-                raise CtxfoldError(
+                raise SchemaVersionError(
                     f"schema {self.schema or '(default)'} has ctxfold schema version {version}, "
                     f"newer than this ctxfold understands ({len(MIGRATIONS)}); upgrade ctxfold"
                 )

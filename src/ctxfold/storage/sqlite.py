@@ -15,12 +15,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxfold.errors import ConflictError, InvalidInputError
+from ctxfold.errors import ConflictError, InvalidInputError, SchemaVersionError, StoreClosedError
 from ctxfold.events import Event
 from ctxfold.storage.base import (
     EncodedEvent,
     StoreBase,
-    StoreClosedError,
     check_seq,
     check_session_id,
     decode_event,
@@ -240,7 +239,7 @@ class SQLiteStore(StoreBase):
             row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] or 0
             if version > len(MIGRATIONS):
-                raise InvalidInputError(
+                raise SchemaVersionError(
                     f"{self.path!r} has schema version {version}, newer than this ctxfold "
                     f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
                 )

@@ -8,10 +8,11 @@ answer, is here and in `chunking`, once for both sync and async callers.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any
 
-from ctxfold.errors import SummarizerError
+from ctxfold.errors import ConfigurationError, SummarizerError
 from ctxfold.protocols import TokenCounter
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import is_echo
@@ -27,7 +28,7 @@ DEFAULT_MAX_OUTPUT = 2_048
 """Default cap on each call's answer, in tokens."""
 
 
-class LLMSummarizer:
+class LLMSummarizer(abc.ABC):
     """A summarizer that calls a chat model, keeping each call inside the model's window.
 
     Call it (sync) or `await summarizer.acall(request)` (async). The result is a
@@ -48,11 +49,11 @@ class LLMSummarizer:
         counter: TokenCounter | None = None,
     ) -> None:
         if not model:
-            raise ValueError("a summarizer needs a model name")
+            raise ConfigurationError("a summarizer needs a model name")
         if max_output_tokens <= 0:
-            raise ValueError(f"max_output_tokens must be positive, not {max_output_tokens}")
+            raise ConfigurationError(f"max_output_tokens must be positive, not {max_output_tokens}")
         if window is not None and window <= max_output_tokens:
-            raise ValueError(
+            raise ConfigurationError(
                 f"window ({window} tokens) must be larger than max_output_tokens "
                 f"({max_output_tokens})"
             )
@@ -81,11 +82,13 @@ class LLMSummarizer:
         """The async form of calling the summarizer, on the SDK's async client."""
         return await adrive(bounded(request, self.bound(request)), self._asend)
 
+    @abc.abstractmethod
     def _send(self, request: SummaryRequest) -> SummaryResult:
-        raise NotImplementedError
+        """Send one request on the sync client."""
 
+    @abc.abstractmethod
     async def _asend(self, request: SummaryRequest) -> SummaryResult:
-        raise NotImplementedError
+        """Send one request on the async client."""
 
     def failure(self, exc: BaseException) -> SummarizerError:
         """The error to raise (from `exc`) when the API call failed after the SDK's retries."""
@@ -123,7 +126,6 @@ class SDKSummarizer(LLMSummarizer):
 
     def _new_client(self, asynchronous: bool, twin: Any) -> Any:
         """A new SDK client (async or not) with the settings of `twin` (None: the defaults)."""
-        raise NotImplementedError
 
     def _with_options(self, client: Any) -> Any:
         options: dict[str, Any] = {}

@@ -4,7 +4,7 @@
   async ``__call__`` or an ``acall`` method) in one `NormalizedSummarizer` with a sync and an async
   way to call it, and an `is_async` flag saying which one works.
 - `normalize_result` reads any answer as a `SummaryResult`; `is_decline` says whether it declined.
-- `is_echo` catches a summarizer that sent back its prompt or copied its input (behaviour B11).
+- `is_echo` catches a summarizer that sent back its prompt or copied its input (`echo-rejected`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ctxfold.errors import SummarizerError
+from ctxfold.errors import ConfigurationError, SummarizerError
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.record import render_record
 
@@ -34,7 +34,7 @@ class NormalizedSummarizer:
 
     def __init__(self, wrapped: Any) -> None:
         if not callable(wrapped) and not callable(getattr(wrapped, "acall", None)):
-            raise TypeError(
+            raise ConfigurationError(
                 f"a summarizer must be callable with a SummaryRequest, not {type(wrapped).__name__}"
             )
         self.wrapped = wrapped
@@ -114,7 +114,8 @@ def normalize_result(value: object) -> SummaryResult:
 
 
 def is_decline(result: SummaryResult | str | None) -> bool:
-    """Whether the answer declines: None, or text that is empty or only whitespace (L5)."""
+    """Whether the answer declines: None, or text that is empty or only whitespace
+    (`decline-writes-nothing`)."""
     text = result.text if isinstance(result, SummaryResult) else result
     return text is None or not text.strip()
 

@@ -1,4 +1,4 @@
-"""`FallbackSummarizer`: try a summarizer, and when it fails, use another (behaviour A9).
+"""`FallbackSummarizer`: try a summarizer, and when it fails, use another (`summarizer-fallback`).
 
 The decision (call the primary; on an exception, a decline or an echo, call the fallback; say
 why) is written once, as a generator that yields which summarizer to call and receives what it

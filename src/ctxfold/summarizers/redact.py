@@ -1,4 +1,5 @@
-"""Redactors: functions the compactor runs on every summary before it is stored (behaviour L13).
+"""Redactors: functions the compactor runs on every summary before it is stored
+(`summaries-redacted`).
 
 A `Redactor` takes text and returns it with secrets replaced. `redact_secrets` is the default: it
 replaces the shapes of secret that are unmistakable (provider API keys, GitHub and Slack tokens,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 
 
@@ -43,7 +44,7 @@ class FixedCounter:
             ("per_tool", per_tool),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{label} must be a whole number >= 0, not {value!r}")
+                raise ConfigurationError(f"{label} must be a whole number >= 0, not {value!r}")
         self.per_message = per_message
         self.per_call = per_call
         self.per_tool = per_tool

@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ctxfold.errors import ConfigurationError
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 
 Answer = str | SummaryResult | None
@@ -62,7 +63,7 @@ class FunctionSummarizer:
     def returning(cls, *answers: Answer) -> FunctionSummarizer:
         """Answers with `answers` in turn, repeating the last one once they run out."""
         if not answers:
-            raise ValueError("returning() needs at least one answer (None declines)")
+            raise ConfigurationError("returning() needs at least one answer (None declines)")
 
         def answer(request: SummaryRequest) -> Answer:
             return answers[min(len(summarizer.requests), len(answers)) - 1]

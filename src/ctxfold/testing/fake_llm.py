@@ -32,6 +32,8 @@ from itertools import pairwise
 from types import TracebackType
 from typing import Any, Literal
 
+from ctxfold.errors import ConfigurationError
+
 Mode = Literal["ok", "error", "slow", "overflow", "empty", "echo"]
 Api = Literal["openai", "anthropic"]
 
@@ -142,7 +144,7 @@ class FakeLLMServer:
     @property
     def port(self) -> int:
         if self._httpd is None:
-            raise RuntimeError("the server is not running; use it as a context manager")
+            raise ConfigurationError("the server is not running; use it as a context manager")
         return int(self._httpd.server_address[1])
 
     @property

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ctxfold.errors import ConflictError, CtxfoldError, InvalidInputError
+from ctxfold.errors import ConfigurationError, ConflictError, CtxfoldError, InvalidInputError
 from ctxfold.events import Event, NewEvent
 from ctxfold.protocols import EventStore
 
@@ -52,11 +52,13 @@ class EventStoreContract:
 
     def make_store(self) -> EventStore:
         """A new, empty store for one test."""
-        raise NotImplementedError
+        raise ConfigurationError(f"{type(self).__name__} must implement make_store()")
 
     def reopen(self, store: EventStore) -> EventStore:
         """Close `store` and open it again over the same data; only called when `persistent`."""
-        raise NotImplementedError
+        raise ConfigurationError(
+            f"{type(self).__name__} is persistent, so it must implement reopen()"
+        )
 
     @pytest.fixture
     def store(self) -> Iterator[EventStore]:

@@ -1,8 +1,8 @@
 """What a message puts on the wire, as strings: the fields both counters measure.
 
 Both the heuristic and the tokenizer count the same fields, so that switching counters changes
-how each string is measured, never which strings are measured (behaviour A10: tool call names,
-arguments and ids count, not only the text).
+how each string is measured, never which strings are measured (behaviour `tool-calls-counted`: tool
+call names, arguments and ids count, not only the text).
 """
 
 from __future__ import annotations

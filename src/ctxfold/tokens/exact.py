@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxfold.errors import CtxfoldError, InvalidInputError, MissingDependencyError
+from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.messages import Message
 from ctxfold.tokens._parts import call_strings, message_strings, tools_json
 
@@ -124,7 +124,7 @@ def _read_ranks(encoding: str, spec: _Spec, data_dir: Path) -> dict[bytes, int]:
     data = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(data).hexdigest()
     if digest != spec.sha256:
-        raise CtxfoldError(
+        raise InvalidInputError(
             f"{path} has SHA-256 {digest}, not the published {spec.sha256}; "
             "reinstall bpe-openai or count with counter('heuristic')"
         )

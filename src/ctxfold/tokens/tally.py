@@ -9,7 +9,7 @@ Usage anchoring: after a request, the provider reports how many prompt tokens it
 estimate is that figure plus the counts of what was added since, which is exact up to the new
 messages even when the counter is only a heuristic. An edit that changes anchored items (a
 compaction, a mask) makes the figure stale, so it is dropped and the estimate counts afresh
-until the next report (behaviour B10).
+until the next report (`usage-anchor-dropped-after-edit`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def count_messages(
     messages: Iterable[Message],
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
-    """Tokens of a whole request: each message, the tool schemas (B9), and the reply priming.
+    """Tokens of a whole request: each message, the tool schemas (`tool-schemas-counted`), and the
+    reply priming.
 
     This recounts everything; wrap the counter with `cached` to make repeated recounts of the
     same message objects cheap, or keep a `Tally` when the history only grows at the end.
@@ -170,7 +171,8 @@ class Tally:
         return self._counts[item_id]
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
-        """Count these tool schemas with every request from now on (B9); drops the anchor."""
+        """Count these tool schemas with every request from now on (`tool-schemas-counted`); drops
+        the anchor."""
         self._tools = self.counter.count_tools(tools) if tools else 0
         self.drop_anchor()
 
@@ -195,7 +197,8 @@ class Tally:
         self._since_sum = 0
 
     def drop_anchor(self) -> None:
-        """Forget the reported figure; `estimate` is `total` until the next `anchor` (B10)."""
+        """Forget the reported figure; `estimate` is `total` until the next `anchor`
+        (`usage-anchor-dropped-after-edit`)."""
         self._anchor = None
         self._since.clear()
         self._since_sum = 0
