@@ -27,6 +27,7 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.summarizers.ledger.commands import editor_ops, patch_ops, read_shell
 from ctxfold.summarizers.ledger.prose import decisions_of
+from ctxfold.summarizers.ledger.testruns import test_outcome
 from ctxfold.summarizers.ledger.values import (
     EDIT_KEY,
     Command,
@@ -38,7 +39,7 @@ from ctxfold.summarizers.ledger.values import (
     Result,
     Task,
 )
-from ctxfold.summarizers.record import call_gist, read_outcome
+from ctxfold.summarizers.record import read_outcome
 
 MAX_COMMAND_CHARS = 200
 """A command is shown by its first line, clipped to this many characters."""
@@ -68,23 +69,6 @@ _TIMED_OUT = re.compile(r"\btimed out\b|\btimeout expired\b", re.IGNORECASE)
 _REJECTED = re.compile(r"^Your proposed edit has introduced new syntax error", re.MULTILINE)
 _LINT_LINE = re.compile(r"^- (E\d{3} .+)$", re.MULTILINE)
 _DEMONSTRATION = re.compile(r"^Here is a demonstration|--- DEMONSTRATION ---")
-
-# Test summaries, most specific first; the last match of the first family found wins.
-_PYTEST = re.compile(
-    r"^=+ ((?:\d+ \w+|no tests ran)(?:, \d+ \w+)*) in [\d.]+s(?: \([^)\n]*\))? =+[ \t]*$"
-    r"|^((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun))"
-    r"(?:, \d+ \w+)*) in [\d.]+s\b",
-    re.MULTILINE,
-)
-_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s[ \t]*$", re.MULTILINE)
-_UNITTEST_END = re.compile(r"^(OK(?: \([^)\n]*\))?|FAILED \([^)\n]*\))[ \t]*$", re.MULTILINE)
-_OTHER_SUMMARIES = (
-    re.compile(r"^(test result: .+?)[ \t]*$", re.MULTILINE),  # cargo
-    re.compile(r"^(Tests:[ \t]+.+?)[ \t]*$", re.MULTILINE),  # jest, vitest
-    re.compile(r"^[ \t]*(\d+ passing(?: \([^)\n]*\))?)[ \t]*$", re.MULTILINE),  # mocha
-    re.compile(r"^[ \t]*(congratulations :\)|ERROR: +\S+: commands failed)", re.MULTILINE),
-)
-_GO_PACKAGE = re.compile(r"^(ok|FAIL)[ \t]+\S+", re.MULTILINE)
 
 
 def build_ledger(entries: Iterable[tuple[int, Message]]) -> Ledger:
@@ -213,34 +197,7 @@ def read_result(seq: int, message: Message) -> Result:
         error = "edit rejected" + (f": {lint.group(1)}" if lint else "")
     if error is None and _TIMED_OUT.search(text[:400]):
         error = "timed out"
-    return Result(message.tool_call_id or "", seq, outcome.exit_code, error, test_summary(text))
-
-
-def test_summary(output: str) -> str | None:
-    """The test outcome an output reports (``"3 failed, 42 passed"``, ``"Ran 12 tests: OK"``),
-    verbatim from its summary line; None when it shows none."""
-    found = None
-    for match in _PYTEST.finditer(output):
-        found = match.group(1) or match.group(2)
-    if found:
-        return found
-    ran = None
-    for match in _UNITTEST_RAN.finditer(output):
-        ran = match
-    if ran is not None:
-        end = None
-        for match in _UNITTEST_END.finditer(output, ran.end()):
-            end = match.group(1)
-        return f"Ran {ran.group(1)} tests: {end}" if end else f"Ran {ran.group(1)} tests"
-    for pattern in _OTHER_SUMMARIES:
-        for match in pattern.finditer(output):
-            found = match.group(1)
-        if found:
-            return found
-    packages = [m.group(1) for m in _GO_PACKAGE.finditer(output)]
-    if packages:
-        return f"{packages.count('ok')} ok, {packages.count('FAIL')} FAIL"
-    return None
+    return Result(message.tool_call_id or "", seq, outcome.exit_code, error, test_outcome(text))
 
 
 def _shell(seq: int, call: ToolCall, line: str) -> Command:
@@ -359,7 +316,15 @@ def _join_argv(argv: list[str]) -> str:
 
 
 def _gist(call: ToolCall) -> str:
-    return _clip(" ".join(call_gist(call.name, call.arguments, 80).split()))
+    """``name(key="value", ...)`` on one line, clipped as a whole."""
+    arguments = _arguments(call.arguments)
+    if isinstance(arguments, dict):
+        inner = ", ".join(
+            f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items()
+        )
+    else:
+        inner = call.arguments
+    return _clip(" ".join(f"{call.name}({inner})".split()))
 
 
 def _clip(text: str) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ctxfold.summarizers.ledger.shell import SimpleCommand, parse
+from ctxfold.summarizers.ledger.testruns import PYTHONS, test_target
 from ctxfold.summarizers.ledger.values import FileOp, OpKind
 
 # Wrappers that run the rest of their words as the command.
@@ -29,7 +30,6 @@ _READERS = frozenset(
      "strings", "diff", "cmp", "view", "sort", "uniq", "cut", "file"}
 )  # fmt: skip
 _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"})
-_PYTHONS = re.compile(r"^(?:python(?:\d+(?:\.\d+)?)?|pypy\d*)$")
 # Options of these programs that take the next word as their value.
 _VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
@@ -52,25 +52,6 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
                         "--output", "--directory", "--strip"}),
     "git apply": frozenset({"-p", "-C", "--directory", "--exclude", "--include", "--whitespace"}),
 }  # fmt: skip
-_TEST_TOOLS = frozenset(
-    {"pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest",
-     "nosetests", "trial"}
-)  # fmt: skip
-_TEST_SUBCOMMANDS = {
-    "npm": {"test", "t"},
-    "yarn": {"test"},
-    "pnpm": {"test"},
-    "bun": {"test"},
-    "go": {"test"},
-    "cargo": {"test", "nextest"},
-    "make": {"test", "tests", "check", "test-all"},
-    "mvn": {"test", "verify"},
-    "gradle": {"test", "check"},
-    "gradlew": {"test", "check"},
-    "dotnet": {"test"},
-    "mix": {"test"},
-    "bundle": {"exec"},
-}
 _PY_WRITE = re.compile(
     r"""\bopen\(\s*(?P<q>['"])(?P<path>[^'"\n]+)(?P=q)\s*,\s*(?:mode\s*=\s*)?"""
     r"""(?P<m>['"])(?P<mode>[rwxabt+U]+)(?P=m)"""
@@ -127,7 +108,7 @@ def read_shell(command: str) -> ShellReading:
         found = list(_program_ops(program, words, simple))
         found += _redirect_ops(simple.redirects)
         ops += [_relative_to(op, cwd) for op in found]
-        test = test or _test_target(program, words)
+        test = test or test_target(program, words)
     return ShellReading(tuple(ops), test, working <= 1, last in _GREPS or last in ("diff", "cmp"))
 
 
@@ -257,7 +238,7 @@ def _program_ops(program: str, words: list[str], simple: SimpleCommand) -> Itera
         yield from _patch(args, simple)
     elif program == "git":
         yield from _git(args, simple)
-    elif _PYTHONS.match(program):
+    elif PYTHONS.match(program):
         yield from _python(args, simple)
     elif program == "open" and args:
         yield FileOp(_clean(args[0]), "read", "open", opens=True)
@@ -462,49 +443,6 @@ def _redirect_ops(redirects: Iterable[tuple[str, str]]) -> Iterator[FileOp]:
             yield FileOp(_clean(target), "modify", ">>")
         elif bare == "<":
             yield FileOp(_clean(target), "read", "<")
-
-
-def _test_target(program: str, words: list[str]) -> str | None:
-    """``"pytest a/test_x.py -k name"``: the runner and what it selects, or None."""
-    args = words[1:]
-    if _PYTHONS.match(program):
-        if len(args) >= 2 and args[0] == "-m" and args[1] in ("pytest", "unittest", "tox", "nose"):
-            return _key(args[1], args[2:])
-        if args and posixpath.basename(args[0]) in ("runtests.py", "manage.py"):
-            if posixpath.basename(args[0]) == "manage.py" and args[1:2] != ["test"]:
-                return None
-            return _key(posixpath.basename(args[0]), args[1:])
-        return None
-    if program in _TEST_TOOLS:
-        return _key("pytest" if program == "py.test" else program, args)
-    if program == "runtests.py":
-        return _key("runtests.py", args)
-    subcommands = _TEST_SUBCOMMANDS.get(program.removeprefix("./"))
-    if subcommands and args:
-        if program == "bundle":
-            return _test_target(args[1], args[1:]) if len(args) > 1 else None
-        if args[0] in subcommands or (args[0] == "run" and args[1:2] == ["test"]):
-            return _key(f"{program} {args[0]}", args[1:])
-    return None
-
-
-def _key(runner: str, args: Sequence[str]) -> str:
-    # Targets and selections (-k, -m, --run) identify what is tested; output options do not.
-    selectors = {"-k", "-m", "--run", "-run", "-e", "--env"}
-    kept: list[str] = []
-    skip_value = False
-    for i, arg in enumerate(args):
-        if skip_value:
-            skip_value = False
-            continue
-        if arg in selectors and i + 1 < len(args):
-            kept += [arg, args[i + 1]]
-            skip_value = True
-        elif arg in ("-W", "-p", "-c", "-o", "-n", "--tb", "-x", "--rootdir", "--settings"):
-            skip_value = arg not in ("-x",)
-        elif not arg.startswith("-"):
-            kept.append(arg)
-    return " ".join([runner, *kept])
 
 
 def _pathlike(text: str) -> bool:

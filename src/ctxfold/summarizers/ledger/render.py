@@ -114,9 +114,15 @@ def _entries(ledger: Ledger) -> list[_Entry]:
         out.append(_Entry("Task", (0,), (1,), ""))
     for index, entry in enumerate(ledger.files()):
         out.append(_file_entry(index, entry))
-    errors = ledger.errors()
-    for error in errors:
+    for error in ledger.errors():
         out.append(_error_entry(error))
+    # The newest changed file, then the newest open error, go in before anything else, so that
+    # even the smallest budget shows one of each when it can.
+    for section in ("Files changed", "Errors still open"):
+        firsts = [e for e in out if e.section == section and e.rank[0] == 0]
+        if firsts:
+            newest = min(firsts, key=lambda e: e.rank)
+            newest.rank = (0, -1, 0) if section == "Files changed" else (0, 0, 0)
     latest_test: dict[str, int] = {}
     for command in ledger.tests():
         latest_test[command.test or ""] = command.seq
@@ -157,7 +163,7 @@ def _file_entry(index: int, entry: FileEntry) -> _Entry:
     writes = f"{entry.writes} write{'s' if entry.writes != 1 else ''}, last by {entry.via}"
     line = f"- {entry.status} {path}: {writes} ({_cite(entry.seqs)})"
     short = f"- {entry.status} {path} (log {last})"
-    rank = (6, -last) if entry.status == "created and deleted" else (0, -last)
+    rank = (6, -last) if entry.status == "created and deleted" else (0, 1, -last)
     return _Entry("Files changed", (entry.seqs[0], index), rank, line, short)
 
 
@@ -170,7 +176,7 @@ def _error_entry(error: ErrorEntry) -> _Entry:
     if error.open:
         line = f"- {_command_text(command)} ({where}): {_code(message)}"
         short = f"- {_code(_clip(command.text, 60))} ({where}): {_code(_clip(message, 80))}"
-        return _Entry("Errors still open", (seq,), (0, -seq), line, short)
+        return _Entry("Errors still open", (seq,), (0, 1, -seq), line, short)
     after = f"; succeeded later (log {error.resolved_seq})"
     line = f"- {_command_text(command)} ({where}): {_code(message)}{after}"
     short = f"- {_code(_clip(command.text, 60))} ({where}){after}"
