@@ -136,15 +136,17 @@ class _Builder:
         if command.kind == "note":
             for text in _strings(_arguments(call.arguments)):
                 self.decisions += decisions_of(seq, text)
-        ops = []
-        for op in command.ops:
-            if op.path is None and self.open_file is not None:
-                op = replace(op, path=self.open_file)
-            if op.opens:
-                self.open_file = op.path
-            ops.append(op)
+        if any(op.path is None or op.opens for op in command.ops):
+            ops = []
+            for op in command.ops:
+                if op.path is None and self.open_file is not None:
+                    op = replace(op, path=self.open_file)
+                if op.opens:
+                    self.open_file = op.path
+                ops.append(op)
+            command = replace(command, ops=tuple(ops))
         self.waiting[call.id] = len(self.commands)
-        self.commands.append(replace(command, ops=tuple(ops)))
+        self.commands.append(command)
 
     def ledger(self) -> Ledger:
         return Ledger(

@@ -150,7 +150,9 @@ def _command(raw: Mapping[str, Any], where: str) -> Command:
         ops=tuple(ops),
         single=True if single is None else single,
         no_match_exit=bool(_opt(raw, "no_match_exit", bool, where)),
-        result=None if result is None else _result(_object(result, f"{where}.result"), where),
+        result=None
+        if result is None
+        else _result(_object(result, f"{where}.result"), f"{where}.result"),
     )
 
 

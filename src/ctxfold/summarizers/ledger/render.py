@@ -78,6 +78,8 @@ def render(
     if count(heading) > max_tokens:
         return ""
     entries = _entries(ledger)
+    titles = {section: _section_title(section, ledger) for section in _SECTIONS}
+    title_costs = {section: count(f"\n{title}\n") for section, title in titles.items()}
     footer_reserve = count("\n" + _footer(10**6, span, roomy))
     available = max_tokens - count(heading) - footer_reserve
     chosen: list[tuple[_Entry, str]] = []
@@ -85,7 +87,7 @@ def render(
     used = 0
     task_budget = max_tokens // 4 if task_tokens is None else max(0, task_tokens)
     for entry in sorted(entries, key=lambda e: e.rank):
-        header = 0 if entry.section in opened else count(f"\n{_section_title(entry, ledger)}\n")
+        header = 0 if entry.section in opened else title_costs[entry.section]
         if entry.section == "Task":
             text = _task_text(ledger, min(task_budget, available - used - header), count)
             options = [text] if text else []
@@ -102,7 +104,7 @@ def render(
     # long; the least important entries go until it fits.
     while True:
         left_out = len(entries) - len(chosen)
-        text = _assemble(heading, chosen, left_out, span, roomy, ledger)
+        text = _assemble(heading, chosen, left_out, span, roomy, titles)
         if count(text) <= max_tokens or not chosen:
             return text if count(text) <= max_tokens else heading
         chosen.remove(max(chosen, key=lambda pair: pair[0].rank))
@@ -263,7 +265,7 @@ def _assemble(
     left_out: int,
     span: str,
     roomy: bool,
-    ledger: Ledger,
+    titles: dict[str, str],
 ) -> str:
     lines = [heading]
     by_section: dict[str, list[tuple[_Entry, str]]] = {}
@@ -273,20 +275,20 @@ def _assemble(
         items = by_section.get(section)
         if not items:
             continue
-        lines.append(_section_title(items[0][0], ledger))
+        lines.append(titles[section])
         lines += [text for _, text in sorted(items, key=lambda pair: pair[0].order)]
     if left_out:
         lines.append(_footer(left_out, span, roomy))
     return "\n".join(lines)
 
 
-def _section_title(entry: _Entry, ledger: Ledger) -> str:
-    if entry.section == "Task" and ledger.task is not None:
+def _section_title(section: str, ledger: Ledger) -> str:
+    if section == "Task" and ledger.task is not None:
         return f"### Task (log {ledger.task.seq})"
-    if entry.section == "Commands":
+    if section == "Commands":
         run = sum(1 for c in ledger.commands if c.kind != "note")
         return f"### Commands ({run} run)"
-    return f"### {entry.section}"
+    return f"### {section}"
 
 
 def _footer(left_out: int, span: str, roomy: bool) -> str:

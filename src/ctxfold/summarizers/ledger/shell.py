@@ -13,6 +13,7 @@ the ledger must be built from whatever an agent typed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # Longest first, so that "&&" is not read as two "&" and "<<-" not as "<<" and "-".
@@ -21,6 +22,7 @@ _OPERATORS = (
     ">", "<", "|", ";", "&", "(", ")",
 )  # fmt: skip
 _REDIRECTIONS = frozenset({"<<<", "<<-", "&>>", "&>", ">>", ">&", ">|", "<<", "<&", "<>", ">", "<"})
+_PLAIN = re.compile(r"[^\s\\'\"$`#<>|;&()]+")
 _SEPARATORS = frozenset({"&&", "||", ";;", "|&", "|", ";", "&", "(", ")", "\n"})
 # Words that open or close a compound command; what follows them is a command of its own.
 _KEYWORDS = frozenset(
@@ -122,6 +124,12 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token("word", word))
 
     while i < n:
+        plain = _PLAIN.match(text, i)
+        if plain:  # a run of ordinary characters in one step: the common case
+            buf.append(plain.group())
+            in_word = True
+            i = plain.end()
+            continue
         c = text[i]
         if c == "\\":
             if i + 1 < n and text[i + 1] == "\n":
@@ -172,7 +180,11 @@ def _tokenize(text: str) -> list[_Token]:
                 tokens[position] = _Token("heredoc", body)
             pending.clear()
             continue
-        operator = next((op for op in _OPERATORS if text.startswith(op, i)), None)
+        operator = (
+            next((op for op in _OPERATORS if text.startswith(op, i)), None)
+            if c in "<>|;&()"
+            else None
+        )
         if operator is None:
             buf.append(c)
             in_word = True

@@ -292,26 +292,29 @@ def _bind_edits(commands: tuple[Command, ...], open_file: str | None) -> Iterato
 
 
 def _fold_files(commands: tuple[Command, ...]) -> Iterator[FileEntry]:
-    entries: dict[str, FileEntry] = {}
+    # Mutable while folding, so that a file touched k times costs O(k), not O(k²).
+    state: dict[str, tuple[bool, list[bool | None], list[int], list[int], list[str]]] = {}
     for command in commands:
         if not command.applied:
             continue
         for op in command.ops:
             if op.path is None:
                 continue
-            entries[op.path] = _apply(entries.get(op.path), op, command.seq)
-    yield from entries.values()
-
-
-def _apply(entry: FileEntry | None, op: FileOp, seq: int) -> FileEntry:
-    write = op.kind != "read"
-    after = None if not write else op.kind != "delete"
-    if entry is None:
-        return FileEntry(op.path or "", op.kind != "create", after, (seq,), int(write), op.via)
-    seqs = entry.seqs if entry.seqs[-1] == seq else (*entry.seqs, seq)
-    if not write:
-        return replace(entry, seqs=seqs, via=entry.via if entry.exists is not None else op.via)
-    return replace(entry, exists=after, seqs=seqs, writes=entry.writes + 1, via=op.via)
+            write = op.kind != "read"
+            entry = state.get(op.path)
+            if entry is None:
+                # Whether it existed before the first operation: only a whole write says no.
+                entry = (op.kind != "create", [None], [], [0], [op.via])
+                state[op.path] = entry
+            _existed, exists, seqs, writes, via = entry
+            if not seqs or seqs[-1] != command.seq:
+                seqs.append(command.seq)
+            if write:
+                exists[0] = op.kind != "delete"
+                writes[0] += 1
+                via[0] = op.via
+    for path, (existed, exists, seqs, writes, via) in state.items():
+        yield FileEntry(path, existed, exists[0], tuple(seqs), writes[0], via[0])
 
 
 def _error_key(command: Command) -> str:
