@@ -496,7 +496,7 @@ def test_decisions_and_plan_steps_are_verbatim() -> None:
         "```python\nI will not be taken from code.\n```\n"
         "The fix is to decode bytes before splitting. I'll add a test too.\n"
         "Plan:\n- read header.py\n- patch fromstring\n"
-        "Some remark without a decision."
+        "Some remark without a decision. Let me know if that works."
     )
     ledger = build_ledger([(4, Message("assistant", text))])
     taken = [(d.seq, d.kind, d.text) for d in ledger.decisions]

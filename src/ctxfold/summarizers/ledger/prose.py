@@ -35,7 +35,7 @@ _DECISION = re.compile(
 )
 _PLAN = re.compile(
     _LEAD + r"(?:I(?:'ll| will| am going to|'m going to| need to| should)\b"
-    r"|Let me\b|Let's\b|We(?:'ll| will| need to| should)\b|Plan:)",
+    r"|Let me\b(?! know)|Let's\b|We(?:'ll| will| need to| should)\b|Plan:)",
 )
 _LIST_HEAD = re.compile(
     r"^[ \t]*(?:(?:My |The )?[Pp]lan|(?:Next )?[Ss]teps|TODO|To do|I need to|I will|I'll)"

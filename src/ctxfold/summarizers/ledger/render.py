@@ -6,8 +6,8 @@ break the section's layout. The user's request is shown in a fenced block, verba
 bound; decisions are the agent's own sentences.
 
 When everything does not fit, entries go in this order: read-only files first, then files that
-were created and deleted again, then old lookups (reads, searches, get_… tools), resolved errors
-and older test runs, then old commands that acted and old plan steps, then stated decisions, the
+were created and deleted again, then old plan steps, lookups (reads, searches, get_… tools),
+resolved errors and older test runs, then old commands that acted, then stated decisions, the
 latest run of each test and the task; an entry is shortened before it is dropped. Files changed
 and errors still open are the last to go. A closing line says how many entries were left out and
 that they can be recalled from the log.
@@ -148,7 +148,7 @@ def _entries(ledger: Ledger) -> list[_Entry]:
         if seen[decision.text] != index:
             continue
         text = _escape(decision.text) + ("…" if decision.clipped else "")
-        rank = (3, -decision.seq) if decision.kind == "decision" else (4, -decision.seq)
+        rank = (3, -decision.seq) if decision.kind == "decision" else (5, -decision.seq)
         line = f"- log {decision.seq} ({decision.kind}): {text}"
         out.append(_Entry("Decisions", (decision.seq, index), rank, line))
     return out
