@@ -49,7 +49,7 @@ def session_with(messages: list[Message]) -> Session:
 
 def run_callback(
     session: Session, callback: Callable[[CompactionContext], Any], **kwargs: Any
-) -> CompactionReport | None:
+) -> CompactionReport:
     comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, **kwargs)
     return comp.compact(session)
 
@@ -150,7 +150,7 @@ def test_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
         except InvalidInputError as exc:
             caught.append(exc)
 
-    assert run_callback(session, callback) is None
+    assert not run_callback(session, callback).landed
     (error,) = caught
     assert says in str(error)
     assert session.messages() == original

@@ -60,21 +60,22 @@ def test_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
     answer: str | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """None, "" or whitespace is a decline: nothing is appended, a warning is logged, the next
-    trigger asks again, and a manual compact() returns None."""
+    trigger asks again, and a manual compact() reports the decline."""
     session = session_with(history())
     summarizer = FunctionSummarizer.returning(answer)
     comp = compactor(summarizer)
     seq = session.last_seq
     with caplog.at_level(logging.WARNING, logger="ctxfold"):
         report = comp.maybe_compact(session)
-    assert report is not None and not report.landed
+    assert report is not None and not report.landed and report.outcome == "declined"
     assert session.last_seq == seq
     assert any("declined" in r.getMessage() for r in caplog.records)
     calls = summarizer.calls
     assert calls >= 1
     assert comp.maybe_compact(session) is not None
     assert summarizer.calls > calls  # the next trigger tried again
-    assert comp.compact(session) is None
+    manual = comp.compact(session)
+    assert (manual.landed, manual.outcome, manual.error) == (False, "declined", None)
     assert session.last_seq == seq
 
 
@@ -151,7 +152,7 @@ def test_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
     session_with(originals, store)
     barrier = threading.Barrier(2, timeout=20)
     summarizer = meeting_summarizer(barrier)
-    reports: list[CompactionReport | None] = []
+    reports: list[CompactionReport] = []
     failures: list[BaseException] = []
 
     def work() -> None:
@@ -167,8 +168,9 @@ def test_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
         thread.join(timeout=60)
     assert failures == []
     assert len(reports) == 2
-    landed = [r for r in reports if r is not None and r.landed]
+    landed = [r for r in reports if r.landed]
     assert len(landed) >= 1
+    assert all(r.outcome != "failed" for r in reports)
     session = store.session("s")
     check_nothing_lost(session, originals)
     store.close()
@@ -179,7 +181,7 @@ def _compact_in_process(path: str, barrier: Any, results: Any) -> None:
     try:
         session = store.session("s")
         report = compactor(meeting_summarizer(barrier)).compact(session)
-        results.put(("landed" if report is not None else "declined", None))
+        results.put((report.outcome, None))
     except Exception as exc:  # reported to the parent, which fails the test with it
         results.put(("error", repr(exc)))
     finally:
@@ -267,7 +269,7 @@ def test_budget_changes_take_effect_at_the_next_check() -> None:
     assert comp.maybe_compact(session) is None
     with pytest.raises(BudgetError, match="no budget"):
         comp.compact(session)
-    assert comp.compact(session, target=1200) is not None  # an explicit target still works
+    assert comp.compact(session, target=1200).landed  # an explicit target still works
 
 
 @pytest.mark.parametrize("window", [0, -1, -128_000])
@@ -379,7 +381,7 @@ def test_usage_anchor_is_dropped_after_a_compaction() -> None:
     session.record_usage(2500)
     assert session.tally(COUNTER).anchored
     assert comp.estimate(session) == 2500
-    assert comp.compact(session) is not None
+    assert comp.compact(session).landed
     tally = session.tally(COUNTER)
     assert not tally.anchored
     fresh = sum(COUNTER.count_message(m) for m in session.messages())

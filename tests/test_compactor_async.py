@@ -91,14 +91,14 @@ async def test_amaybe_compact_over_trigger_compacts_an_async_session() -> None:
 @pytest.mark.parametrize("answer", [None, "", "  \n"])
 @pytest.mark.guarantee("decline-writes-nothing")
 async def test_async_decline_appends_nothing(answer: str | None) -> None:
-    """An async summarizer that declines: amaybe_compact appends nothing and acompact returns
-    None (`decline-writes-nothing`)."""
+    """An async summarizer that declines: amaybe_compact appends nothing and acompact reports
+    the decline (`decline-writes-nothing`)."""
     session = session_with(history())
     seq = session.last_seq
     comp = compactor(async_summarizer(answer))
     report = await comp.amaybe_compact(session)
     assert report is not None and not report.landed
-    assert await comp.acompact(session) is None
+    assert (await comp.acompact(session)).outcome == "declined"
     assert session.last_seq == seq
 
 
