@@ -147,14 +147,14 @@ class Compactor:
         on, tool results are cleared instead (`overflow-recovery`). Nothing is appended to the
         conversation itself."""
         session.record_overflow()
-        flow = self._overflow_flow(session.overflows)
+        flow = self._overflow_flow(session.overflows())
         return self._finish(run_sync(flow, self._edge(), session))
 
     async def arecover_from_overflow(self, session: Session | AsyncSession) -> CompactionReport:
         """`recover_from_overflow` for asyncio code."""
         sync = _sync(session)
         await asyncio.to_thread(sync.record_overflow)
-        flow = self._overflow_flow(sync.overflows)
+        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows))
         return self._finish(await run_async(flow, self._edge(), sync))
 
     # -- internals -------------------------------------------------------------------------

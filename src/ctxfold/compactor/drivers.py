@@ -94,7 +94,7 @@ async def run_async(flow: Generator[Any, Any, R], edge: Edge, session: Session |
         result: SummaryResult = await aresolve_with(None, request)
         return result
 
-    def resolve_in_thread(request: SummaryRequest) -> SummaryResult:
+    def resolve_blocking(request: SummaryRequest) -> SummaryResult:
         chosen = edge.chosen(None)
         if chosen.is_async:
             raise ConfigurationError(
@@ -111,7 +111,7 @@ async def run_async(flow: Generator[Any, Any, R], edge: Edge, session: Session |
             if _is_async_callable(step.callback):
                 await step.callback(_context(step, aresolve=aresolve))
             else:
-                context = _context(step, resolve=resolve_in_thread)
+                context = _context(step, resolve=resolve_blocking)
                 value = await asyncio.to_thread(step.callback, context)
                 if inspect.isawaitable(value):
                     await value

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidInputError
 from ctxfold.events import (
@@ -35,14 +35,11 @@ from ctxfold.events import (
     Usage,
 )
 from ctxfold.messages import Message
-from ctxfold.protocols import TokenCounter
+from ctxfold.protocols import EventStore, TokenCounter
 from ctxfold.session.projection import Change, Item, Projection
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
-
-if TYPE_CHECKING:
-    from ctxfold.protocols import EventStore
 
 
 class Session:
@@ -238,10 +235,12 @@ class Session:
         """Ids of the items the application pinned that are still projected."""
         return self._state.projection.pinned
 
-    @property
     def overflows(self) -> int:
-        """How many context overflows were recorded since the session began or was last reset."""
-        return self._state.overflows
+        """How many context overflows were recorded since the session began or was last reset
+        (`record_overflow`); O(new events)."""
+        with self._lock:
+            self.refresh()
+            return self._state.overflows
 
     def estimate(self, counter: TokenCounter | None = None) -> int:
         """Tokens of the current projection: the last provider usage report plus a count of what
