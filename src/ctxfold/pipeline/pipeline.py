@@ -90,7 +90,8 @@ def _run(
         try:
             step = flow.throw(error) if error is not None else flow.send(answer)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            reason: str | None = stop.value
+            return reason
         error = None
         if isinstance(step, SummaryCall):
             try:

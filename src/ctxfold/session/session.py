@@ -20,7 +20,6 @@ from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidInputError
 from ctxfold.events import (
-    MESSAGE,
     OVERFLOW,
     RESET,
     RESHAPING,
@@ -97,7 +96,7 @@ class Session:
                 # Messages given as Message values are valid by construction; a raw event is read
                 # back once here so a bad one is refused before anything is written.
                 for item, event in zip(items_list, batch, strict=True):
-                    if not isinstance(item, Message) or event.type != MESSAGE:
+                    if not isinstance(item, Message):
                         self._state.projection.check(event)
             stored = self.store.append(self.id, batch, expected_seq=expected_seq)
             self._catch_up(stored)
@@ -287,11 +286,12 @@ class Session:
         self._counter = wanted or make_counter("auto")
         # Fold the log once more with a tally attached; from then on counts are cached per item
         # and each new event updates the total incrementally.
-        state = _State(tally=Tally(self._counter))
+        tally = Tally(self._counter)
+        state = _State(tally=tally)
         for event in self.store.read(self.id):
             state.fold(event)
         self._state = state
-        return state.tally  # type: ignore[return-value]
+        return tally
 
 
 class _State:
