@@ -549,3 +549,19 @@ def test_one_compactor_serves_sessions_in_many_threads() -> None:
             e.seq for e in compactions(store.session(name))
         ]
         assert errors(store.session(name).messages()) == []
+
+
+@pytest.mark.guarantee("pins-respected")
+def test_pinning_the_system_prompt_or_a_middle_step_still_compacts_around_them() -> None:
+    """Pins on the system prompt and on a step of the oldest turn: the compaction lands around
+    them, and both stay verbatim where they stood."""
+    messages = history()
+    session = session_with(messages)
+    session.pin(1, 3, 4)  # the system prompt, and the first step (call and result)
+    report = compactor(FunctionSummarizer.returning(SHORT)).compact(session)
+    assert report.landed
+    items = session.items()
+    assert [i.id for i in items[:1]] == [1]
+    kept = [i for i in items if i.id in (3, 4)]
+    assert [i.message for i in kept] == messages[2:4]
+    assert errors(session.messages()) == []

@@ -26,7 +26,7 @@ from ctxfold.session.snapshot import Snapshot
 from ctxfold.tokens import Budget
 
 LIST_SESSION = "compact"
-"""The session id the edits of a list carry: they are stored nowhere."""
+"""The session id a list's report and edits carry; they are stored nowhere."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,9 @@ def _prepare(
     # manual run raises what a summarizer raises.
     compactor = Compactor(budget, pipeline, summarizer, counter, redact=redact, tools=tools)
     edge = compactor._edge()
-    snapshot = Snapshot.of_messages(messages, compactor.counter, tools_tokens=edge.tools_tokens)
+    snapshot = Snapshot.of_messages(
+        messages, compactor.counter, tools_tokens=edge.tools_tokens, session_id=LIST_SESSION
+    )
     return snapshot, compactor._settings("manual", target, manual=True), edge
 
 

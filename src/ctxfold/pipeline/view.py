@@ -93,7 +93,10 @@ class WorkingView:
         """Positions no strategy may touch: system block, current request, newest steps, pending
         calls, and items the application pinned."""
         steps = self.rules.keep_steps if keep_steps is None else keep_steps
-        return self.structure().pinned(steps, self.app_pinned())
+        structure = self.structure()
+        # The system block is pinned already, and is no unit `pinned` could widen a pin to.
+        also = [i for i in self.app_pinned() if i >= structure.system_end]
+        return structure.pinned(steps, also)
 
     def tail_start(self) -> int:
         """Where the verbatim recent tail begins: at least `keep_recent_tokens` of the newest

@@ -43,7 +43,12 @@ class Snapshot:
 
     @classmethod
     def of_messages(
-        cls, messages: Sequence[Message], counter: TokenCounter, *, tools_tokens: int = 0
+        cls,
+        messages: Sequence[Message],
+        counter: TokenCounter,
+        *,
+        tools_tokens: int = 0,
+        session_id: str | None = None,
     ) -> Snapshot:
         """The snapshot a fresh session holding `messages` would give: item ids 1 … n.
 
@@ -55,7 +60,8 @@ class Snapshot:
         items = tuple(Item(seq, m, "message", seq) for seq, m in enumerate(messages, 1))
         counts = tuple(counter.count_message(m) for m in messages)
         fixed = (REPLY_PRIMING_TOKENS if items else 0) + tools_tokens
-        return cls(None, items, counts, fixed, frozenset(), len(items), sum(counts) + fixed)
+        total = sum(counts) + fixed
+        return cls(session_id, items, counts, fixed, frozenset(), len(items), total)
 
     @property
     def total(self) -> int:
