@@ -16,6 +16,7 @@ import pytest
 
 from ctxfold.events import NewEvent
 from ctxfold.storage import MemoryStore, SQLiteStore
+from tests._cli import run_cli
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "log_v1"
 SESSION = "legacy-v1"
@@ -60,3 +61,23 @@ def test_every_event_of_the_first_format_folds_as_it_did() -> None:
         assert stored.seq == event["seq"] == expected["seq"]
         assert [[i.id, i.kind] for i in session.items()] == expected["items"], event["seq"]
         assert sorted(session.pinned) == expected["pinned"], event["seq"]
+
+
+@pytest.mark.guarantee("old-logs-read")
+def test_sessions_log_describes_every_event_of_the_first_format(tmp_path: Path) -> None:
+    """`ctxfold sessions log` reads the old log through the typed payloads: each compaction
+    names its strategy, range and tokens, and masks, usage and pins are described."""
+    path = tmp_path / "log.db"
+    shutil.copy(FIXTURE / "log.db", path)
+    out = run_cli(
+        ["sessions", "log", SESSION, "-d", f"sqlite:///{path}"], how="runner", home=tmp_path
+    )
+    assert out.code == 0, out.stderr
+    lines = {int(line.split()[0]): line for line in out.stdout.splitlines()}
+    assert "summarize: items 2..10 -> one summary, 180 -> 113 tokens" in lines[32]
+    assert "callback: items 32..12 -> one summary" in lines[36]
+    assert "sliding_window: items 13..30 -> one note, 690 -> 39 tokens" in lines[41]
+    assert "clear_tool_results: 4 tool results cleared" in lines[23]
+    assert "1234 prompt tokens after seq 13" in lines[14]
+    assert "items 2" in lines[15] and "items 2" in lines[24]
+    assert "before compaction" in lines[22]  # an application's event, shown as it is

@@ -463,3 +463,18 @@ def test_async_session_pins_retracts_and_resets() -> None:
         return await session.messages()
 
     assert asyncio.run(main()) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"message": "hello"}, {"message": {"role": "robot", "content": "x"}}, {}],
+)
+def test_a_raw_message_event_that_cannot_be_read_is_refused(
+    session: Session, data: dict[str, object]
+) -> None:
+    """A message event appended raw is read back first; one that is no message is refused with
+    InvalidInputError, and nothing is written."""
+    before = session.store.last_seq("s1")
+    with pytest.raises(InvalidInputError):
+        session.append(NewEvent("message", data))
+    assert session.store.last_seq("s1") == before

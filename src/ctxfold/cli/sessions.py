@@ -76,7 +76,8 @@ def show(session_id: str, database: str | None) -> None:
 @click.argument("session_id", metavar="ID")
 @database_option
 def log(session_id: str, database: str | None) -> None:
-    """Show the full event log of session ID: every message, compaction, mask and usage report.
+    """Show the full event log of session ID: every message, compaction, mask, usage report,
+    pin, retraction and reset.
 
     \b
     Example:

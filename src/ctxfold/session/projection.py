@@ -19,11 +19,11 @@ were checked against pins still reads (`old-logs-read`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxfold.errors import InvalidHistoryError
+from ctxfold.errors import InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
     COMPACTION,
     MASK,
@@ -145,7 +145,12 @@ class Projection:
         """Raise `InvalidHistoryError` if appending `event` now would make an invalid history,
         or touch what the application pinned; `InvalidInputError` if its data cannot be read."""
         if event.type == MESSAGE:
-            Message.from_dict(event.data.get("message") or {})
+            message = event.data.get("message")
+            if not isinstance(message, Mapping):
+                raise InvalidInputError(
+                    f"a message event needs a 'message' object, not {message!r:.200}"
+                )
+            Message.from_dict(message)
         elif event.type == COMPACTION:
             compaction = Compaction.from_data(event.data)
             start, end = self._run_of(compaction)
