@@ -1,5 +1,6 @@
-"""Property: any sequence of appends and compactions projects to a valid history, and reopening
-the store gives the identical projection (`reopen-same-projection`)."""
+"""Property: any sequence of appends, pins, retractions, resets and compactions projects to a
+valid history, no compaction covers a pinned item, and reopening the store gives the identical
+projection (`reopen-same-projection`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxfold.compactor import Compactor
+from ctxfold.errors import EmptySessionError
 from ctxfold.events import MESSAGE
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.validity import validate
@@ -42,8 +44,22 @@ compact_op = st.tuples(
         st.sampled_from([0, 100, 400]),  # keep_recent_tokens
     ),
 )
+pin_op = st.tuples(st.just("pin"), st.integers(0, 1000))
+retract_op = st.tuples(st.just("retract"), st.just(0))
+reset_op = st.tuples(st.just("reset"), st.just(0))
 operations = st.lists(
-    st.one_of(user_op, step_op, step_op, step_op, pending_op, compact_op),
+    st.one_of(
+        user_op,
+        step_op,
+        step_op,
+        step_op,
+        pending_op,
+        compact_op,
+        compact_op,
+        pin_op,
+        retract_op,
+        st.one_of(reset_op, user_op, user_op, user_op),
+    ),
     min_size=1,
     max_size=30,
 )
@@ -72,8 +88,33 @@ class Agent:
         output = " ".join(f"{call.id}-line{i}" for i in range(size)) or "ok"
         return Message("tool", output, tool_call_id=call.id)
 
+    def awaited_calls(self) -> list[ToolCall]:
+        """The calls of the newest step that have no result in the projection."""
+        messages = self.session.messages()
+        index = len(messages) - 1
+        while index >= 0 and messages[index].role == "tool":
+            index -= 1
+        if index < 0 or not messages[index].tool_calls:
+            return []
+        answered = {m.tool_call_id for m in messages[index + 1 :]}
+        return [c for c in messages[index].tool_calls if c.id not in answered]
+
     def apply(self, op: str, arg: Any) -> None:
         if op == "compact":
+            return
+        if op == "pin":
+            items = self.session.items()
+            if items:
+                self.session.pin(items[arg % len(items)].id)
+            return
+        if op == "retract":
+            if self.session.items():
+                self.session.retract()
+            self.pending = self.awaited_calls()
+            return
+        if op == "reset":
+            self.session.reset()
+            self.pending = []
             return
         self.answer_pending()
         if op == "user":
@@ -98,12 +139,14 @@ def errors(messages: list[Message]) -> list[str]:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
 @pytest.mark.guarantee("reopen-same-projection")
+@pytest.mark.guarantee("pins-respected")
 def test_any_appends_and_compactions_project_validly_and_reopen_identically(
     ops: list[tuple[str, Any]],
 ) -> None:
-    """Appends of user messages, steps of one to three parallel calls and pending calls,
-    interleaved with compactions by any order of the three strategies at any small target, always
-    project to a history with no error-severity problem; every original stays in the log; and a
+    """Appends of user messages, steps of one to three parallel calls and pending calls, pins,
+    retractions and resets, interleaved with compactions by any order of the three strategies at
+    any small target, always project to a history with no error-severity problem; a compaction
+    never takes a pinned item out of the projection; every original stays in the log; and a
     fresh store on the same file projects the identical history (`reopen-same-projection`)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "log.db"
@@ -121,9 +164,14 @@ def test_any_appends_and_compactions_project_validly_and_reopen_identically(
                     pipeline=Pipeline([STRATEGIES[n]() for n in names]),
                     counter=COUNTER,
                 )
-                compactor.compact(session, target=target)
-                report = compactor.last_report
-                assert report is not None and report.error is None
+                if not session.items():
+                    with pytest.raises(EmptySessionError):
+                        compactor.compact(session, target=target)
+                    continue
+                pinned = session.pinned
+                report = compactor.compact(session, target=target)
+                assert report.error is None
+                assert pinned <= {item.id for item in session.items()}
             else:
                 agent.apply(op, arg)
             assert errors(session.messages()) == [], (op, arg)
