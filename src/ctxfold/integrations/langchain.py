@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import MissingDependencyError
@@ -49,6 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest
     from langchain_core.tools import BaseTool
+    from langgraph.runtime import Runtime
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
@@ -101,8 +102,8 @@ class CtxfoldMiddleware(AgentMiddleware):
     ) -> Any:
         """Log what is new, compact if due, and call the model with the projection; after a
         context overflow, recover and retry once."""
-        thread = self._thread(request)
-        thread.record(request)
+        thread = self._thread(request.runtime)
+        thread.record(request.messages, request.system_message)
         if self.compactor is not None:
             self.compactor.maybe_compact(thread.session)
         try:
@@ -119,8 +120,8 @@ class CtxfoldMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> Any:
         """`wrap_model_call` for async agents; store I/O runs in worker threads."""
-        thread = await asyncio.to_thread(self._thread, request)
-        await asyncio.to_thread(thread.record, request)
+        thread = await asyncio.to_thread(self._thread, request.runtime)
+        await asyncio.to_thread(thread.record, request.messages, request.system_message)
         if self.compactor is not None:
             await self.compactor.amaybe_compact(thread.session)
         try:
@@ -133,13 +134,25 @@ class CtxfoldMiddleware(AgentMiddleware):
         messages = await asyncio.to_thread(thread.projection)
         return await handler(request.override(messages=messages))
 
+    def after_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Log the run's last messages (the final answer no model call has seen yet), so the
+        log holds the whole thread when the run ends."""
+        self._thread(runtime).record(state["messages"], None)
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """`after_agent` for async agents."""
+        thread = await asyncio.to_thread(self._thread, runtime)
+        await asyncio.to_thread(thread.record, state["messages"], None)
+        return None
+
     def session(self, thread_id: str) -> Session:
         """The ctxfold session that logs a thread."""
         return self._thread_for(thread_id).session
 
     # -- internals -------------------------------------------------------------------------
-    def _thread(self, request: ModelRequest[Any]) -> _Thread:
-        info = getattr(request.runtime, "execution_info", None)
+    def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
+        info = getattr(runtime, "execution_info", None)
         return self._thread_for(getattr(info, "thread_id", None))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
@@ -183,15 +196,15 @@ class _Thread:
         self._views: dict[int, tuple[Message, AnyMessage | None]] = {}
         self._lock = threading.Lock()
 
-    def record(self, request: ModelRequest[Any]) -> None:
-        """Append the request's messages the log does not hold yet, in one atomic append."""
+    def record(self, messages: Sequence[Any], system: Any) -> None:
+        """Append the messages the log does not hold yet, in one atomic append (the system
+        message first when the session is new)."""
         with self._lock:
             self.index.refresh(self.session)
             new: list[Message] = []
-            system = request.system_message
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
-            for position, message in enumerate(request.messages):
+            for position, message in enumerate(messages):
                 source = message.id or ["#", position]
                 if source not in self.index:
                     new.append(with_source(conv.to_message(message, index=position), source))

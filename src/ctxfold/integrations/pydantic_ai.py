@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse
     from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
     from pydantic_ai.tools import RunContext
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -102,6 +103,15 @@ class CtxfoldCapability(AbstractCapability[Any]):
             await self.compactor.amaybe_compact(conversation.session)
         messages = await asyncio.to_thread(conversation.projection)
         return dataclasses.replace(request_context, messages=messages)
+
+    async def after_run(
+        self, ctx: RunContext[Any], *, result: AgentRunResult[Any]
+    ) -> AgentRunResult[Any]:
+        """Log the run's last response (no model request has carried it yet), so the log
+        holds the whole conversation when the run ends."""
+        conversation = await asyncio.to_thread(self._conversation, ctx.conversation_id)
+        await asyncio.to_thread(conversation.record, result.all_messages())
+        return result
 
     async def on_model_request_error(
         self,
