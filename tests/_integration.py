@@ -36,6 +36,13 @@ def compactor() -> Compactor:
     return Compactor(budget(), counter=FixedCounter())
 
 
+def overflow_compactor() -> Compactor:
+    """A compactor whose automatic trigger stays quiet in short runs (at 99% of the window),
+    so only an overflow compacts, down to a fifth of the window."""
+    budget = Budget(window=WINDOW, max_output=500, trigger=0.99, target=0.2)
+    return Compactor(budget, counter=FixedCounter())
+
+
 def tokens(messages: Iterable[Message], *extra_texts: str | None) -> int:
     """Tokens of a request, in the long runs' counter: its messages plus its instructions."""
     counter = FixedCounter()

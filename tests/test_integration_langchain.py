@@ -37,6 +37,7 @@ from tests._integration import (
     WINDOW,
     compactor,
     logged_messages,
+    overflow_compactor,
     reopen,
     tokens,
     tool_output,
@@ -57,16 +58,24 @@ def script() -> Iterator[AIMessage]:
             yield AIMessage(content=f"done {calls}")
 
 
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
 class ScriptedChat(GenericFakeChatModel):
     """langchain-core's fake chat model, recording what it was sent and accepting tools."""
 
     requests: list[list[BaseMessage]]
+    overflows: int = 0
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         self.requests.append(list(messages))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
         return super()._generate(messages, *args, **kwargs)
 
 
@@ -78,7 +87,11 @@ def read(path: str) -> str:
 
 def make_agent(model: ScriptedChat, checkpointer: InMemorySaver, middleware: list[Any]) -> Any:
     return create_agent(
-        model, [read], system_prompt="Fix the bug.", middleware=middleware, checkpointer=checkpointer
+        model,
+        [read],
+        system_prompt="Fix the bug.",
+        middleware=middleware,
+        checkpointer=checkpointer,
     )
 
 
@@ -99,6 +112,10 @@ def assert_valid(messages: Sequence[BaseMessage]) -> None:
         assert not waiting, f"message {index}: calls {sorted(waiting)} left unanswered"
         if isinstance(message, AIMessage):
             waiting = {str(c["id"]) for c in message.tool_calls}
+
+
+def request_tokens(request: Sequence[BaseMessage]) -> int:
+    return tokens(conv.to_message(m, index=i) for i, m in enumerate(request))
 
 
 @pytest.mark.guarantee("integration-framework-state-kept")
@@ -122,7 +139,7 @@ def test_long_tool_calling_agent_stays_valid_within_the_window_and_logs_each_mes
     assert len(model.requests) == total >= 40
     for request in model.requests:
         assert_valid(request)
-        assert tokens(conv.to_message(m, index=i) for i, m in enumerate(request)) <= WINDOW
+        assert request_tokens(request) <= WINDOW
     state = agent.get_state({"configurable": {"thread_id": "lc-long"}}).values["messages"]
     assert len(state) == (TASKS + MORE_TASKS) * (2 + 2 * CALLS_PER_TASK)
     assert max(len(r) for r in model.requests) < len(state)
@@ -142,7 +159,7 @@ async def test_async_agent_sends_the_projection_too() -> None:
         await agent.ainvoke({"messages": [{"role": "user", "content": f"task {task}"}]}, config)
     for request in model.requests:
         assert_valid(request)
-        assert tokens(conv.to_message(m, index=i) for i, m in enumerate(request)) <= WINDOW
+        assert request_tokens(request) <= WINDOW
     assert len(agent.get_state(config).values["messages"]) == TASKS * (2 + 2 * CALLS_PER_TASK)
 
 
@@ -158,11 +175,15 @@ def every_message() -> list[AnyMessage]:
                 {"type": "text", "text": "calling"},
             ],
             id="a1",
-            tool_calls=[{"name": "read", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}],
+            tool_calls=[
+                {"name": "read", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}
+            ],
             usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
             response_metadata={"model_name": "m"},
         ),
-        ToolMessage(content="text", tool_call_id="c1", status="error", artifact={"k": [1]}, id="t1"),
+        ToolMessage(
+            content="text", tool_call_id="c1", status="error", artifact={"k": [1]}, id="t1"
+        ),
         AIMessageChunk(content="partial", id="a2"),
         ChatMessage(content="chat", role="assistant", id="c9"),
         ChatMessage(content="dev", role="developer"),
@@ -184,7 +205,12 @@ def test_a_cleared_tool_result_keeps_its_id_status_and_call() -> None:
     stored = conv.to_message(every_message()[4], index=0)
     back = conv.from_message(stored.replace(content="[cleared]"))
     assert isinstance(back, ToolMessage)
-    assert (back.content, back.id, back.status, back.tool_call_id) == ("[cleared]", "t1", "error", "c1")
+    assert (back.content, back.id, back.status, back.tool_call_id) == (
+        "[cleared]",
+        "t1",
+        "error",
+        "c1",
+    )
 
 
 @pytest.mark.guarantee("integration-lossless-conversion")
@@ -211,7 +237,7 @@ def test_a_message_that_cannot_be_carried_is_refused_and_nothing_is_written(
 
 def test_the_converter_names_what_it_cannot_carry() -> None:
     """A `RemoveMessage` (a state edit, never sent) or a non-message is refused by position."""
-    with pytest.raises(InvalidInputError, match="message 3 .*type 'remove'"):
+    with pytest.raises(InvalidInputError, match=r"message 3 .*type 'remove'"):
         conv.to_message(RemoveMessage(id="gone"), index=3)
     with pytest.raises(InvalidInputError, match="message 0 is a dict"):
         conv.to_message({"role": "user"}, index=0)
@@ -222,3 +248,21 @@ def test_running_without_a_thread_id_is_a_clear_error() -> None:
     agent = create_agent(model, [read], middleware=[CtxfoldMiddleware(store=MemoryStore())])
     with pytest.raises(InvalidInputError, match="thread id"):
         agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """After the overflow the middleware compacts and calls the model once more, with less;
+    a second overflow in a row reaches the caller."""
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore(), compactor=overflow_compactor())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    run_tasks(agent, 0, 3, thread="lc-overflow")
+    model.overflows = 1
+    run_tasks(agent, 3, 1, thread="lc-overflow")
+    failed, retried = model.requests[-5], model.requests[-4]
+    assert request_tokens(retried) < request_tokens(failed)
+    assert_valid(retried)
+    model.overflows = 2
+    with pytest.raises(Overflow):
+        run_tasks(agent, 4, 1, thread="lc-overflow")

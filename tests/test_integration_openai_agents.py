@@ -32,6 +32,7 @@ from tests._integration import (
     WINDOW,
     compactor,
     logged_messages,
+    overflow_compactor,
     reopen,
     tokens,
     tool_output,
@@ -43,14 +44,18 @@ __all__ = ["reopen"]
 class ScriptedModel(Model):
     """Per task: three calls to `read`, then an answer. Records every input it was sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, overflows: int = 0) -> None:
         self.calls = 0
+        self.overflows = overflows
         self.requests: list[tuple[str | None, list[Any]]] = []
 
     async def get_response(
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
         self.requests.append((system_instructions, list(input)))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
         self.calls += 1
         step = self.calls % (CALLS_PER_TASK + 1)
         output: list[Any]
@@ -82,6 +87,10 @@ class ScriptedModel(Model):
         raise AssertionError("these tests do not stream")
 
 
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
 @function_tool
 def read(path: str) -> str:
     """Read a file."""
@@ -97,7 +106,9 @@ async def run_tasks(
 ) -> None:
     agent = agent_for(model)
     for task in range(first, first + count):
-        await Runner.run(agent, f"task {task}: fix module {task}", session=session, run_config=config)
+        await Runner.run(
+            agent, f"task {task}: fix module {task}", session=session, run_config=config
+        )
 
 
 def assert_valid(items: Sequence[Mapping[str, Any]]) -> None:
@@ -262,3 +273,33 @@ async def test_an_item_that_cannot_be_carried_is_refused_and_nothing_is_written(
 def test_a_session_id_that_is_not_a_string_is_refused(session_id: Any) -> None:
     with pytest.raises(InvalidInputError, match="session id"):
         CtxfoldSession(session_id, store=MemoryStore())
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """The wrapped model compacts after the overflow and is called again with less; the run
+    goes on, and no item is stored twice."""
+    model = ScriptedModel()
+    session = CtxfoldSession("overflow", store=MemoryStore(), compactor=overflow_compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    wrapped = session.wrap_model(model)
+    await run_tasks(0, 3, session=session, model=wrapped, config=config)
+    before = len(await session.get_items())
+    model.overflows = 1
+    await run_tasks(3, 1, session=session, model=wrapped, config=config)
+    failed, retried = model.requests[-5][1], model.requests[-4][1]
+    assert tokens(converted(retried)) < tokens(converted(failed))
+    assert_valid(retried)
+    assert len(await session.get_items()) == before + 2 + 2 * CALLS_PER_TASK
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_a_second_overflow_reaches_the_caller() -> None:
+    model = ScriptedModel()
+    session = CtxfoldSession("overflow-twice", store=MemoryStore(), compactor=overflow_compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    wrapped = session.wrap_model(model)
+    await run_tasks(0, 3, session=session, model=wrapped, config=config)
+    model.overflows = 2
+    with pytest.raises(Overflow):
+        await run_tasks(3, 1, session=session, model=wrapped, config=config)

@@ -45,7 +45,9 @@ def test_each_compaction_is_a_span_with_genai_and_ctxfold_attributes() -> None:
     strategies and the number of summarizer calls."""
     tracer, exporter = traced()
     compactor = tracer.instrument(
-        Compactor(Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter())
+        Compactor(
+            Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter()
+        )
     )
     report = compactor.maybe_compact(long_session())
     assert report is not None and report.landed
@@ -122,6 +124,8 @@ def test_without_an_sdk_the_tracer_records_nothing() -> None:
     span = tracer.tracer.start_span("probe")
     assert not span.is_recording()
     compactor = tracer.instrument(
-        Compactor(Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter())
+        Compactor(
+            Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter()
+        )
     )
     assert compactor.maybe_compact(long_session()) is not None

@@ -53,6 +53,7 @@ from tests._integration import (
     WINDOW,
     compactor,
     logged_messages,
+    overflow_compactor,
     reopen,
     tokens,
     tool_output,
@@ -63,15 +64,23 @@ __all__ = ["reopen"]
 WHEN = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
 class Script:
     """Per task: three calls to `read`, then an answer. Records every request it was sent."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.overflows = 0
         self.requests: list[list[ModelMessage]] = []
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests.append(list(messages))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
         self.calls += 1
         if self.calls % (CALLS_PER_TASK + 1):
             args = {"path": f"src/mod_{self.calls}.py"}
@@ -114,7 +123,9 @@ def assert_valid(messages: Sequence[ModelMessage]) -> None:
 
 
 def request_tokens(messages: Sequence[ModelMessage]) -> int:
-    converted = [m for i, message in enumerate(messages) for m in conv.to_messages(message, index=i)]
+    converted = [
+        m for i, message in enumerate(messages) for m in conv.to_messages(message, index=i)
+    ]
     return tokens(converted, "Fix the bug.")
 
 
@@ -155,8 +166,12 @@ def every_request_part() -> ModelRequest:
             ToolAvailabilityDeltaPart(tools_added=["grep"]),
             ToolReturnPart("read", "file text", tool_call_id="c1", timestamp=WHEN),
             ToolReturnPart("read", {"rows": [1, 2]}, tool_call_id="c2", timestamp=WHEN),
-            ToolSearchReturnPart(content={"discovered_tools": [{"name": "grep"}]}, tool_call_id="c3", timestamp=WHEN),
-            LoadCapabilityReturnPart(content={"message": "loaded"}, tool_call_id="c4", timestamp=WHEN),
+            ToolSearchReturnPart(
+                content={"discovered_tools": [{"name": "grep"}]}, tool_call_id="c3", timestamp=WHEN
+            ),
+            LoadCapabilityReturnPart(
+                content={"message": "loaded"}, tool_call_id="c4", timestamp=WHEN
+            ),
             RetryFeedbackPart("try again", retry=retry, timestamp=WHEN),
             CapabilityLoadDeltaPart(loaded=["x"]),
             ModelSettingsDeltaPart(settings={"temperature": 0.1}),
@@ -263,7 +278,7 @@ async def test_bad_input_is_refused_by_position_and_nothing_is_written() -> None
         ModelResponse(parts=[ToolCallPart("read", {"path": "a.py"}, tool_call_id="x1")]),
         ModelRequest(parts=[ToolReturnPart("read", Unstorable(), tool_call_id="x1")]),
     ]
-    with pytest.raises(InvalidInputError, match="message 2 .request. cannot be stored as JSON"):
+    with pytest.raises(InvalidInputError, match=r"message 2 \(request\) cannot be stored as JSON"):
         await agent.run("go", message_history=bad, conversation_id="pa-bad")
     assert capability.session("pa-bad").events() == []
     with pytest.raises(InvalidInputError, match="message 4 is a dict"):
@@ -275,3 +290,21 @@ async def test_a_conversation_id_that_is_not_a_string_is_refused(conversation_id
     capability = CtxfoldCapability(store=MemoryStore())
     with pytest.raises(InvalidInputError, match="conversation id"):
         capability.session(conversation_id)
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """After the overflow the capability compacts and makes one more attempt, with less; a
+    second overflow in a row reaches the caller."""
+    script = Script()
+    capability = CtxfoldCapability(store=MemoryStore(), compactor=overflow_compactor())
+    agent = make_agent(script, capability)
+    history = await run_tasks(agent, 0, 5, [])
+    script.overflows = 1
+    history = await run_tasks(agent, 5, 1, history)
+    failed, retried = script.requests[-5], script.requests[-4]
+    assert request_tokens(retried) < request_tokens(failed)
+    assert_valid(retried)
+    script.overflows = 2
+    with pytest.raises(Overflow):
+        await run_tasks(agent, 6, 1, history)
