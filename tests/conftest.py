@@ -10,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "data" / "transcripts"
 
+# Fixture data and the scripts that made it, with the version of ctxfold that made it: not tests.
+collect_ignore = ["fixtures"]
+
 
 def transcript_paths() -> list[Path]:
     """Every shared transcript, or [] when the folder is absent (tests then skip)."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ctxfold.compactor import CompactionContext, CompactionReport, CompactionStart, Compactor
-from ctxfold.errors import InvalidHistoryError, InvalidInputError
+from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
@@ -49,7 +49,7 @@ def session_with(messages: list[Message]) -> Session:
 
 def run_callback(
     session: Session, callback: Callable[[CompactionContext], Any], **kwargs: Any
-) -> CompactionReport | None:
+) -> CompactionReport:
     comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, **kwargs)
     return comp.compact(session)
 
@@ -150,7 +150,7 @@ def test_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
         except InvalidInputError as exc:
             caught.append(exc)
 
-    assert run_callback(session, callback) is None
+    assert not run_callback(session, callback).landed
     (error,) = caught
     assert says in str(error)
     assert session.messages() == original
@@ -271,3 +271,103 @@ def test_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
     as_dict = reports[0].to_dict()
     assert as_dict["reason"] == "threshold" and as_dict["strategies"][0]["name"] == "summarize"
     assert json.loads(json.dumps(as_dict))["duration_s"] == reports[0].duration_s
+
+
+# -- callbacks under acompact, and failing callbacks -----------------------------------------------
+def async_returning(text: str) -> FunctionSummarizer:
+    async def summarize(request: Any) -> str:
+        return text
+
+    return FunctionSummarizer(summarize)
+
+
+@pytest.mark.guarantee("callbacks-async")
+async def test_an_async_callback_awaits_ctx_acompact_with_an_async_summarizer() -> None:
+    """An `async def on_compact` is awaited by acompact; `await ctx.acompact(range)` asks the
+    compactor's async summarizer, and `summarize` may be an async function too."""
+    original = history()
+    session = session_with(original)
+    summarizer = async_returning(SHORT)
+
+    async def own(messages: list[Message]) -> str:
+        return f"## Work done\n- {len(messages)} messages"
+
+    async def callback(ctx: CompactionContext) -> None:
+        await ctx.acompact(range(1, 7))
+        await ctx.acompact((2, 8), own)
+
+    comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, summarizer=summarizer)
+    report = await comp.acompact(session)
+    assert report.landed and report.reason == "callback"
+    assert summarizer.calls == 1
+    out = session.messages()
+    assert "fix the bugs" in out[1].text and "6 messages" in out[2].text
+    assert out[3:] == original[13:]
+    assert [s.name for s in report.strategies] == ["callback"]
+
+
+@pytest.mark.guarantee("callbacks-async")
+async def test_a_plain_callback_runs_under_acompact_with_a_sync_summarizer() -> None:
+    """A plain on_compact runs in a worker thread under acompact and may use the compactor's
+    sync summarizer through ctx.compact."""
+    session = session_with(history())
+    summarizer = FunctionSummarizer.returning(SHORT)
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact(range(1, 7))
+
+    comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, summarizer=summarizer)
+    report = await comp.acompact(session)
+    assert report.landed and summarizer.calls == 1
+
+
+@pytest.mark.guarantee("callbacks-async")
+async def test_a_plain_callback_that_needs_an_async_summarizer_is_told_to_be_async() -> None:
+    """A plain on_compact asking an async-only summarizer for a summary gets a
+    ConfigurationError that says to make the callback async; nothing is written."""
+    session = session_with(history())
+    seq = session.last_seq
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact(range(1, 7))
+
+    comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback, summarizer=async_returning(SHORT))
+    with pytest.raises(ConfigurationError, match="async def on_compact"):
+        await comp.acompact(session)
+    assert session.last_seq == seq
+
+
+@pytest.mark.guarantee("callbacks-async")
+def test_an_async_callback_under_a_sync_compact_is_a_clear_error() -> None:
+    """compact() cannot await an `async def on_compact`: it says to use acompact."""
+    session = session_with(history())
+
+    async def callback(ctx: CompactionContext) -> None:
+        await ctx.acompact(range(1, 7))
+
+    comp = Compactor(ROOMY, counter=COUNTER, on_compact=callback)
+    with pytest.raises(ConfigurationError, match="acompact"):
+        comp.compact(session)
+    assert all(e.type != COMPACTION for e in session.events())
+
+
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+def test_a_failing_callback_is_isolated_in_the_trigger_and_raised_by_compact() -> None:
+    """A callback that raises after compacting a range: the automatic trigger reports the
+    failure and lands nothing, not even the range; compact() raises it."""
+    session = session_with(history())
+    seq = session.last_seq
+
+    def callback(ctx: CompactionContext) -> None:
+        ctx.compact((1, 7), summary_of("first turn"))
+        raise LookupError("no such ticket")
+
+    tight = Budget(window=1500, trigger=0.4, target=0.3, keep_recent_tokens=0)
+    comp = Compactor(tight, counter=COUNTER, on_compact=callback)
+    report = comp.maybe_compact(session)
+    assert report is not None and report.outcome == "failed"
+    assert report.error == "LookupError: no such ticket"
+    assert session.last_seq == seq
+    with pytest.raises(LookupError):
+        comp.compact(session)
+    assert session.last_seq == seq

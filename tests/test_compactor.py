@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from ctxfold.compactor import CompactionReport, Compactor
+from ctxfold.compactor.landing import MAX_APPENDS
 from ctxfold.errors import BudgetError, CtxfoldError
-from ctxfold.events import COMPACTION, MESSAGE, Event
+from ctxfold.events import COMPACTION, MESSAGE, Event, NewEvent
 from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import Pipeline, Summarize
@@ -60,21 +61,22 @@ def test_a_declining_summarizer_appends_nothing_and_is_asked_again_next_time(
     answer: str | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """None, "" or whitespace is a decline: nothing is appended, a warning is logged, the next
-    trigger asks again, and a manual compact() returns None."""
+    trigger asks again, and a manual compact() reports the decline."""
     session = session_with(history())
     summarizer = FunctionSummarizer.returning(answer)
     comp = compactor(summarizer)
     seq = session.last_seq
     with caplog.at_level(logging.WARNING, logger="ctxfold"):
         report = comp.maybe_compact(session)
-    assert report is not None and not report.landed
+    assert report is not None and not report.landed and report.outcome == "declined"
     assert session.last_seq == seq
     assert any("declined" in r.getMessage() for r in caplog.records)
     calls = summarizer.calls
     assert calls >= 1
     assert comp.maybe_compact(session) is not None
     assert summarizer.calls > calls  # the next trigger tried again
-    assert comp.compact(session) is None
+    manual = comp.compact(session)
+    assert (manual.landed, manual.outcome, manual.error) == (False, "declined", None)
     assert session.last_seq == seq
 
 
@@ -151,7 +153,7 @@ def test_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
     session_with(originals, store)
     barrier = threading.Barrier(2, timeout=20)
     summarizer = meeting_summarizer(barrier)
-    reports: list[CompactionReport | None] = []
+    reports: list[CompactionReport] = []
     failures: list[BaseException] = []
 
     def work() -> None:
@@ -167,8 +169,9 @@ def test_two_compactors_in_threads_land_at_most_one_overlapping_compaction(
         thread.join(timeout=60)
     assert failures == []
     assert len(reports) == 2
-    landed = [r for r in reports if r is not None and r.landed]
+    landed = [r for r in reports if r.landed]
     assert len(landed) >= 1
+    assert all(r.outcome != "failed" for r in reports)
     session = store.session("s")
     check_nothing_lost(session, originals)
     store.close()
@@ -179,7 +182,7 @@ def _compact_in_process(path: str, barrier: Any, results: Any) -> None:
     try:
         session = store.session("s")
         report = compactor(meeting_summarizer(barrier)).compact(session)
-        results.put(("landed" if report is not None else "declined", None))
+        results.put((report.outcome, None))
     except Exception as exc:  # reported to the parent, which fails the test with it
         results.put(("error", repr(exc)))
     finally:
@@ -267,7 +270,7 @@ def test_budget_changes_take_effect_at_the_next_check() -> None:
     assert comp.maybe_compact(session) is None
     with pytest.raises(BudgetError, match="no budget"):
         comp.compact(session)
-    assert comp.compact(session, target=1200) is not None  # an explicit target still works
+    assert comp.compact(session, target=1200).landed  # an explicit target still works
 
 
 @pytest.mark.parametrize("window", [0, -1, -128_000])
@@ -379,9 +382,170 @@ def test_usage_anchor_is_dropped_after_a_compaction() -> None:
     session.record_usage(2500)
     assert session.tally(COUNTER).anchored
     assert comp.estimate(session) == 2500
-    assert comp.compact(session) is not None
+    assert comp.compact(session).landed
     tally = session.tally(COUNTER)
     assert not tally.anchored
     fresh = sum(COUNTER.count_message(m) for m in session.messages())
     assert comp.estimate(session) == tally.total
     assert fresh < tally.total <= fresh + 3  # the count of what is there now (plus reply priming)
+
+
+# -- what lands while a summarizer runs ------------------------------------------------------------
+def interrupting(act: Any) -> FunctionSummarizer:
+    """Answers SHORT; before its first answer, `act()` writes to the session as another writer."""
+    done: list[bool] = []
+
+    def summarize(request: SummaryRequest) -> str:
+        if not done:
+            done.append(True)
+            act()
+        return SHORT
+
+    return FunctionSummarizer(summarize)
+
+
+@pytest.mark.guarantee("pins-respected")
+def test_a_pin_made_while_the_summarizer_runs_is_respected() -> None:
+    """The application pins the oldest task while its summary is being written: the run plans
+    again from the pinned history, and no compaction covers the pinned item."""
+    store = MemoryStore()
+    session = session_with(history(), store)
+    other = store.session("s")
+    summarizer = interrupting(lambda: other.pin(2))
+    report = compactor(summarizer).compact(session)
+    assert summarizer.calls >= 2  # the first plan was dropped and the history planned again
+    assert 2 in [item.id for item in session.items()]
+    assert session.pinned == frozenset({2})
+    for event in compactions(session):
+        assert 2 not in event.data["replaced"]
+    assert report.landed or report.outcome in ("declined", "conflict")
+    assert errors(session.messages()) == []
+
+
+@pytest.mark.parametrize("act", ["retract", "reset", "compact"])
+@pytest.mark.guarantee("one-compaction-wins")
+def test_an_edit_landing_while_the_summarizer_runs_makes_the_run_plan_again(act: str) -> None:
+    """A retraction, a reset or another compaction that lands while the summarizer works is not
+    rebased over: the run plans again from the new history (or declines), so nothing it read
+    before is written over the change."""
+    store = MemoryStore()
+    originals = history()
+    session = session_with(originals, store)
+    other = store.session("s")
+    actions = {
+        "retract": lambda: other.retract(),
+        "reset": lambda: other.reset(),
+        "compact": lambda: compactor(FunctionSummarizer.returning(SHORT)).compact(other),
+    }
+    report = compactor(interrupting(actions[act])).compact(session)
+    projected = session.messages()
+    assert errors(projected) == []
+    if act == "retract":
+        assert originals[-1] not in projected
+    if act == "reset":
+        assert projected == [] and not report.landed
+    replaced = [i for e in compactions(session) for i in e.data["replaced"]]
+    assert len(replaced) == len(set(replaced))  # no item replaced twice
+
+
+class BusyStore(MemoryStore):
+    """A memory store where another writer appends a message just before every append that
+    expects a seq: the race a busy session runs, made certain."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def append(self, session_id: str, events: Any, expected_seq: int | None = None) -> Any:
+        if expected_seq is not None:
+            self.attempts += 1
+            late = Message("user", f"late message {self.attempts}")
+            super().append(session_id, [NewEvent.message(late)])
+        return super().append(session_id, events, expected_seq)
+
+
+@pytest.mark.guarantee("landing-bounded")
+def test_a_writer_that_keeps_appending_makes_the_run_give_up_not_spin() -> None:
+    """When another writer appends before every attempt to land, the run rebases a bounded
+    number of times, then gives up with the outcome "conflict": nothing of it is appended, and
+    every message the other writer sent is in the log and the projection."""
+    store = BusyStore()
+    session = session_with(history(), store)
+    report = compactor(FunctionSummarizer.returning(SHORT)).compact(session)
+    assert (report.landed, report.outcome) == (False, "conflict")
+    assert report.error is not None and "attempts" in report.error
+    assert store.attempts == MAX_APPENDS
+    assert compactions(session) == []
+    late = [m for m in session.messages() if m.text.startswith("late message")]
+    assert len(late) == MAX_APPENDS
+
+
+@pytest.mark.guarantee("landing-bounded")
+def test_a_few_plain_appends_are_rebased_over() -> None:
+    """Messages arriving before the first attempts to land are rebased over: the compaction
+    lands after them, and they project after the summary, verbatim."""
+
+    class TwiceBusy(BusyStore):
+        def append(self, session_id: str, events: Any, expected_seq: int | None = None) -> Any:
+            if expected_seq is not None and self.attempts >= 2:
+                return MemoryStore.append(self, session_id, events, expected_seq)
+            return super().append(session_id, events, expected_seq)
+
+    store = TwiceBusy()
+    session = session_with(history(), store)
+    report = compactor(FunctionSummarizer.returning(SHORT)).compact(session)
+    assert report.landed and store.attempts == 2
+    assert [m.text for m in session.messages()[-2:]] == ["late message 1", "late message 2"]
+
+
+# -- reports and sharing ---------------------------------------------------------------------------
+@pytest.mark.guarantee("report-every-time")
+def test_compact_reports_every_run_with_its_outcome() -> None:
+    """compact() returns a report whether or not anything landed, with the outcome: within the
+    target, landed, declined, or failed (from the automatic trigger)."""
+    small = compactor(FunctionSummarizer.returning(SHORT)).compact(
+        session_with(history(turns=1)), target=100_000
+    )
+    assert (small.outcome, small.landed, small.events) == ("within-target", False, ())
+    landed = compactor(FunctionSummarizer.returning(SHORT)).compact(session_with(history()))
+    assert landed.outcome == "landed" and landed.events
+    declined = compactor(FunctionSummarizer.returning(None)).compact(session_with(history()))
+    assert declined.outcome == "declined" and not declined.landed
+    failing = compactor(FunctionSummarizer.raising(ConnectionError("down")))
+    failed = failing.maybe_compact(session_with(history()))
+    assert failed is not None and failed.outcome == "failed" and "down" in (failed.error or "")
+    assert failed.to_dict()["landed"] is False
+
+
+@pytest.mark.guarantee("compactor-shared")
+def test_one_compactor_serves_sessions_in_many_threads() -> None:
+    """A single compactor used by four threads at once, each on its own session: every thread
+    gets the report of its own session, and every session is compacted validly."""
+    store = MemoryStore()
+    names = [f"t{i}" for i in range(4)]
+    for name in names:
+        session_with(history(), store, name)
+    barrier = threading.Barrier(len(names), timeout=20)
+    shared = compactor(meeting_summarizer(barrier))
+    reports: dict[str, CompactionReport] = {}
+    failures: list[BaseException] = []
+
+    def work(name: str) -> None:
+        try:
+            reports[name] = shared.compact(store.session(name))
+        except BaseException as exc:  # collected: a thread's exception must fail the test
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert {name: r.session_id for name, r in reports.items()} == {n: n for n in names}
+    for name in names:
+        assert reports[name].landed
+        assert [e.seq for e in reports[name].events] == [
+            e.seq for e in compactions(store.session(name))
+        ]
+        assert errors(store.session(name).messages()) == []

@@ -4,6 +4,7 @@ as the sync ones, await async summarizers, and never block the event loop."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -12,7 +13,8 @@ from ctxfold.errors import SummarizerError
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
-from ctxfold.pipeline import Pipeline, Summarize
+from ctxfold.pipeline import Pipeline, Summarize, WorkingView
+from ctxfold.pipeline.strategy import Flow
 from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest
@@ -91,14 +93,14 @@ async def test_amaybe_compact_over_trigger_compacts_an_async_session() -> None:
 @pytest.mark.parametrize("answer", [None, "", "  \n"])
 @pytest.mark.guarantee("decline-writes-nothing")
 async def test_async_decline_appends_nothing(answer: str | None) -> None:
-    """An async summarizer that declines: amaybe_compact appends nothing and acompact returns
-    None (`decline-writes-nothing`)."""
+    """An async summarizer that declines: amaybe_compact appends nothing and acompact reports
+    the decline (`decline-writes-nothing`)."""
     session = session_with(history())
     seq = session.last_seq
     comp = compactor(async_summarizer(answer))
     report = await comp.amaybe_compact(session)
     assert report is not None and not report.landed
-    assert await comp.acompact(session) is None
+    assert (await comp.acompact(session)).outcome == "declined"
     assert session.last_seq == seq
 
 
@@ -179,3 +181,49 @@ async def test_acompact_messages_matches_compact_messages_for_async_summarizers(
     assert out.messages[0] == messages[0]
     assert len(out.messages) < len(messages)
     assert [p for p in validate(out.messages) if p.severity == "error"] == []
+
+
+@pytest.mark.guarantee("pins-respected")
+async def test_a_pin_made_while_an_async_summarizer_awaits_is_respected() -> None:
+    """A pin that lands while an async summarizer is awaited makes acompact plan again: no
+    compaction covers the pinned item."""
+    store = MemoryStore()
+    session = session_with(history(), store)
+    other = AsyncSession(store.session("s"))
+    pinned: list[int] = []
+
+    async def summarize(request: SummaryRequest) -> str:
+        if not pinned:
+            await other.pin(2)
+            pinned.append(2)
+        return SHORT
+
+    summarizer = FunctionSummarizer(summarize)
+    await compactor(summarizer).acompact(session)
+    assert summarizer.calls >= 2
+    assert 2 in [item.id for item in session.items()]
+    for event in session.events():
+        if event.type == COMPACTION:
+            assert 2 not in event.data["replaced"]
+
+
+async def test_acompact_plans_on_the_loop_thread() -> None:
+    """The run does no I/O, so acompact resumes it on the event loop's own thread (strategies
+    run there); only store I/O and sync summarizers go to worker threads."""
+    session = session_with(history())
+    loop_thread = threading.get_ident()
+    seen: set[int] = set()
+
+    class Watched:
+        name = "watched"
+
+        def run(self, view: WorkingView) -> Flow:
+            seen.add(threading.get_ident())
+            return (yield from Summarize().run(view))
+
+    comp = Compactor(
+        BUDGET, pipeline=Pipeline([Watched()]), summarizer=async_summarizer(), counter=COUNTER
+    )
+    report = await comp.acompact(session)
+    assert report.landed
+    assert seen == {loop_thread}

@@ -121,9 +121,8 @@ def test_any_appends_and_compactions_project_validly_and_reopen_identically(
                     pipeline=Pipeline([STRATEGIES[n]() for n in names]),
                     counter=COUNTER,
                 )
-                compactor.compact(session, target=target)
-                report = compactor.last_report
-                assert report is not None and report.error is None
+                report = compactor.compact(session, target=target)
+                assert report.error is None
             else:
                 agent.apply(op, arg)
             assert errors(session.messages()) == [], (op, arg)

@@ -9,6 +9,7 @@ local fake API, which answers the first request with a genuine context_length_ex
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
@@ -22,7 +23,7 @@ from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.pipeline.clear import CLEARED_MARK
 from ctxfold.session import Session
-from ctxfold.storage import MemoryStore
+from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.testing.fake_llm import FakeLLMServer
@@ -147,3 +148,23 @@ async def test_async_recovery_behaves_like_the_sync_one() -> None:
     assert first is not None and second is not None
     assert [s.name for s in first.strategies] == ["summarize"]
     assert [s.name for s in second.strategies] == ["clear_tool_results"]
+
+
+@pytest.mark.guarantee("overflow-recovery")
+def test_overflows_are_counted_in_the_log_so_any_compactor_sees_them(tmp_path: Path) -> None:
+    """Each overflow is an event in the session's log: a second overflow handled by a new
+    compactor, on the store opened again, still clears tool results; a reset starts the count
+    afresh."""
+    path = tmp_path / "o.db"
+    with SQLiteStore(path) as store:
+        session = store.session("o")
+        session.append(history())
+        compactor().recover_from_overflow(session)
+    with SQLiteStore(path) as store:
+        session = store.session("o")
+        assert session.overflows() == 1
+        second = compactor().recover_from_overflow(session)
+        assert [s.name for s in second.strategies] == ["clear_tool_results"]
+        assert [e.type for e in session.events()].count("overflow") == 2
+        session.reset()
+        assert session.overflows() == 0

@@ -12,19 +12,21 @@ from itertools import pairwise
 import pytest
 
 from ctxfold.compactor import CompactionReport, compact_messages
-from ctxfold.compactor.engine import run_sync
+from ctxfold.compactor.drivers import Edge, run_sync
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import (
     ClearToolResults,
+    Ledger,
     Pipeline,
+    Rules,
     SlidingWindow,
+    Strategy,
     Summarize,
     WorkingView,
 )
-from ctxfold.pipeline.base import StrategyEffect
-from ctxfold.projection import Item
+from ctxfold.session import Snapshot
 from ctxfold.summarizers import SummaryRequest
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
@@ -35,6 +37,7 @@ COUNTER = FixedCounter()
 SYSTEM = Message("system", "You are a careful coding agent.")
 CURRENT = Message("user", "Now the current task: run the test suite and report.")
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
+SHORT_SUMMARIZER = FunctionSummarizer.returning(SHORT)
 
 
 def history(
@@ -66,20 +69,18 @@ def compact(
 
 def view_of(messages: list[Message], target: int, keep_steps: int = 1) -> WorkingView:
     """A working view over `messages` as a fresh session would project them (ids 1, 2, ...)."""
-    items = [Item(i + 1, m, "message", i + 1) for i, m in enumerate(messages)]
-    return WorkingView(
-        items,
-        count=lambda item: COUNTER.count_message(item.message),
-        count_text=COUNTER.count_text,
-        target=target,
-        next_seq=len(items) + 1,
-        keep_steps=keep_steps,
-    )
+    snapshot = Snapshot.of_messages(messages, COUNTER)
+    return WorkingView(snapshot, target, Rules(COUNTER, keep_steps=keep_steps))
 
 
-def run(pipeline: Pipeline, view: WorkingView, summarizer: object) -> list[StrategyEffect]:
-    effects: list[StrategyEffect] = run_sync(pipeline.plan(view), summarizer)
-    return effects
+def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Ledger:
+    """Run `pipeline` over `view`, answering summary calls with `summarizer`."""
+    return run_sync(pipeline.plan(view), Edge(summarizer or SHORT_SUMMARIZER, COUNTER))
+
+
+def apply(strategy: Strategy, view: WorkingView) -> Ledger:
+    """Run one strategy alone over `view`."""
+    return run(Pipeline([strategy]), view)
 
 
 def errors(messages: Sequence[Message]) -> list[str]:
@@ -132,7 +133,7 @@ def test_clearing_leaves_newest_steps_and_small_results_and_says_how_to_recall()
     messages += step("big2", 300, name="bash")
     messages += step("newest", 300, name="bash")
     view = view_of(messages, target=10, keep_steps=1)
-    ClearToolResults(keep_steps=1, min_tokens=100).run(view)
+    apply(ClearToolResults(keep_steps=1, min_tokens=100), view)
     out = view.messages
     by_id = {m.tool_call_id: m for m in out if m.role == "tool"}
     assert by_id["newest"] == messages[-1]  # the newest step stays whole
@@ -151,7 +152,7 @@ def test_keep_steps_two_keeps_the_two_newest_steps() -> None:
     for name in ("a", "b", "c", "d"):
         messages += step(name, 300)
     view = view_of(messages, target=10, keep_steps=2)
-    ClearToolResults(keep_steps=2, min_tokens=0).run(view)
+    apply(ClearToolResults(keep_steps=2, min_tokens=0), view)
     kept = [
         m.tool_call_id
         for m, old in zip(view.messages, messages, strict=True)
@@ -188,7 +189,7 @@ def test_window_drops_whole_old_turns_first_leaving_one_note() -> None:
     kept message after the note starts a turn; the current task is untouched."""
     messages = history(turns=4)
     view = view_of(messages, target=tokens(messages) - 700)
-    SlidingWindow().run(view)
+    apply(SlidingWindow(), view)
     out, items = view.messages, view.items
     notes = [i for i, item in enumerate(items) if item.kind == "note"]
     assert notes == [1]
@@ -208,7 +209,7 @@ def test_window_then_drops_old_steps_of_the_current_task() -> None:
     messages = history(turns=2, task_steps=4)
     newest = messages[-2:]
     view = view_of(messages, target=400)
-    SlidingWindow().run(view)
+    apply(SlidingWindow(), view)
     out = view.messages
     assert out[0] == SYSTEM
     assert CURRENT in out
@@ -250,10 +251,10 @@ def test_decline_stops_and_keeps_the_rounds_that_worked() -> None:
     messages = history(turns=4)
     summarizer = FunctionSummarizer.returning(SHORT, None)
     view = view_of(messages, target=200)
-    run(Pipeline([stepwise()]), view, summarizer)
+    ledger = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert any("declined" in note for note in view.stats.notes)
+    assert any("declined" in note for note in ledger.notes)
     # Everything after the one summarized stretch is the original history, in order.
     summary = summaries(view)[0]
     rest = view.messages[summary + 1 :]
@@ -274,11 +275,11 @@ def test_exception_stops_and_keeps_the_rounds_that_worked() -> None:
 
     summarizer = FunctionSummarizer(flaky)
     view = view_of(history(turns=4), target=200)
-    run(Pipeline([stepwise()]), view, summarizer)
+    ledger = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert view.stats.errors == ["TimeoutError: model timed out"]
-    assert isinstance(view.stats.failure, TimeoutError)
+    assert ledger.errors == ["TimeoutError: model timed out"]
+    assert isinstance(ledger.failure, TimeoutError)
 
 
 @pytest.mark.guarantee("summarize-stops-at-last-good-round")
@@ -287,11 +288,11 @@ def test_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
     bloated = words(2000, "bloat")
     summarizer = FunctionSummarizer.returning(SHORT, bloated)
     view = view_of(history(turns=4), target=200)
-    run(Pipeline([stepwise()]), view, summarizer)
+    ledger = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
     assert all(bloated not in m.text for m in view.messages)
-    assert any("no smaller" in note for note in view.stats.notes)
+    assert any("no smaller" in note for note in ledger.notes)
 
 
 @pytest.mark.guarantee("plain-before-combined")
@@ -321,10 +322,10 @@ def test_unreachable_target_terminates_without_wasted_calls() -> None:
     messages = history(turns=5)
     summarizer = FunctionSummarizer.returning(SHORT)
     view = view_of(messages, target=1)
-    effects = run(Pipeline([stepwise()]), view, summarizer)
+    ledger = run(Pipeline([stepwise()]), view, summarizer)
     assert not view.fits
-    assert summarizer.calls == len(view.events) > 0
-    assert effects[0].edits == summarizer.calls
+    assert summarizer.calls == len(view.edits) > 0
+    assert ledger.effects[0].edits == summarizer.calls
     # Running it again on what it left makes no call at all.
     again = FunctionSummarizer.returning(SHORT)
     run(Pipeline([stepwise()]), view, again)
@@ -353,10 +354,10 @@ def test_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
 
     messages = history(turns=3)
     view = view_of(messages, target=300)
-    run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
-    assert view.events == []
+    ledger = run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
+    assert view.edits == []
     assert view.messages == messages
-    assert any("echo" in note for note in view.stats.notes)
+    assert any("echo" in note for note in ledger.notes)
 
 
 # -- what stays verbatim ---------------------------------------------------------------------------

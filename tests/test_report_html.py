@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxfold.compactor.report import CompactionReport
-from ctxfold.pipeline.base import StrategyEffect
+from ctxfold.pipeline import StrategyEffect
 from ctxfold.replay import ReplayCompaction, ReplayResult, Request
 from ctxfold.report import render_html, write_html
 
@@ -42,7 +42,7 @@ def _result(turns: int = 30, every: int = 9) -> ReplayResult:
                 ),
                 summarizer_calls=1,
                 summaries=(f"## Objective\n- compaction at {turn} {HOSTILE}",),
-                landed=True,
+                outcome="landed",
             )
             slot = len(compactions)
             compactions.append(ReplayCompaction(turn, report))

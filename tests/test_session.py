@@ -308,3 +308,158 @@ def test_async_session_does_not_block_the_loop(tmp_path: Path) -> None:
 
     assert asyncio.run(main()) == conversation()
     assert io_threads and loop_thread[0] not in io_threads
+
+
+# -- pins ------------------------------------------------------------------------------------------
+@pytest.mark.guarantee("pins-respected")
+def test_an_edit_over_a_pinned_item_is_refused_and_nothing_written(session: Session) -> None:
+    """A compaction covering a pinned item, or a mask of a pinned tool result, is refused at
+    append time; once unpinned, the same edit lands."""
+    session.pin(3, 4)
+    before = session.store.last_seq("s1")
+    with pytest.raises(InvalidHistoryError, match="pinned"):
+        session.append(summary(2, 5))
+    with pytest.raises(InvalidHistoryError, match="pinned"):
+        session.append(NewEvent(MASK, {"items": [{"id": 4, "content": "[cleared]"}]}))
+    assert session.store.last_seq("s1") == before
+    session.unpin(3, 4)
+    session.append(summary(2, 5))
+    assert session.items()[1].covers == (2, 5)
+
+
+def test_only_projected_items_can_be_pinned(session: Session) -> None:
+    """Pinning an id that is not in the projection names it and writes nothing."""
+    before = session.store.last_seq("s1")
+    with pytest.raises(InvalidHistoryError, match="item 99"):
+        session.pin(99)
+    assert session.store.last_seq("s1") == before
+
+
+# -- retraction ------------------------------------------------------------------------------------
+@pytest.mark.guarantee("retraction-honoured")
+def test_retracting_the_newest_item_takes_it_out_and_the_log_keeps_it(session: Session) -> None:
+    """retract() takes the newest item out of the projection and returns it; the log keeps the
+    message and records the retraction; the next message projects after what is left."""
+    taken = session.retract()
+    assert (taken.id, taken.message) == (8, conversation()[-1])
+    assert session.messages() == conversation()[:-1]  # the call c2 is pending now: valid
+    assert [e.type for e in session.events()][-2:] == ["message", "retraction"]
+    session.append(Message("tool", "edited CHANGES.md again", tool_call_id="c2"))
+    assert session.messages()[-1].text == "edited CHANGES.md again"
+
+
+@pytest.mark.guarantee("retraction-honoured")
+def test_retracting_the_start_of_the_newest_step_takes_the_whole_step(session: Session) -> None:
+    """Naming the assistant message of the newest step retracts it with its results."""
+    taken = session.retract(7)
+    assert taken.message.tool_calls[0].id == "c2"
+    assert session.messages() == conversation()[:6]
+
+
+@pytest.mark.parametrize(
+    ("item_id", "why"),
+    [
+        (4, "neither the newest item"),  # a tool result in the middle
+        (5, "neither the newest item"),  # a plain message in the middle
+        (3, "neither the newest item"),  # the start of a step that is not the newest
+        (42, "not in the current projection"),
+    ],
+)
+@pytest.mark.guarantee("retraction-honoured")
+def test_retracting_anything_else_is_refused(session: Session, item_id: int, why: str) -> None:
+    """A retraction that would leave an invalid history (or names nothing projected) is refused
+    with InvalidHistoryError, and nothing is written."""
+    before = session.store.last_seq("s1")
+    with pytest.raises(InvalidHistoryError, match=why):
+        session.retract(item_id)
+    assert session.store.last_seq("s1") == before
+    assert session.messages() == conversation()
+
+
+@pytest.mark.guarantee("retraction-honoured")
+def test_an_item_inside_a_compaction_cannot_be_retracted_but_its_summary_can() -> None:
+    """Once compacted, an original is no longer projected: retracting it is refused. When the
+    summary that stands for it is the newest item, retracting the summary takes it out, and the
+    originals stay in the log."""
+    s = MemoryStore().session("r")
+    s.append(conversation()[:5])  # ends with a plain assistant message, seq 5
+    (event,) = s.append(summary(2, 5, "all of it"))
+    with pytest.raises(InvalidHistoryError, match="not in the current projection"):
+        s.retract(5)
+    assert s.retract().id == event.seq
+    assert s.messages() == conversation()[:1]
+    assert [e.message for e in s.events()[:5]] == conversation()[:5]
+
+
+@pytest.mark.guarantee("retraction-honoured")
+def test_a_retraction_survives_reopening_and_takes_its_pin(tmp_path: Path) -> None:
+    """A reopened store projects the retraction the same way; a pin on the retracted item is
+    gone with it."""
+    with SQLiteStore(tmp_path / "r.db") as store:
+        s = store.session("r")
+        s.append(conversation())
+        s.pin(8)
+        s.retract()
+        expected = s.items()
+        assert s.pinned == frozenset()
+    with SQLiteStore(tmp_path / "r.db") as store:
+        again = store.session("r")
+        assert again.items() == expected
+        assert again.pinned == frozenset()
+
+
+# -- reset -----------------------------------------------------------------------------------------
+@pytest.mark.guarantee("reset-honoured")
+def test_after_a_reset_the_projection_starts_afresh(session: Session) -> None:
+    """reset() empties the projection and clears pins; messages appended later project as in a
+    new session; the log keeps every original and the reset itself."""
+    counter = HeuristicCounter()
+    session.pin(2)
+    session.record_usage(1000)
+    session.reset()
+    assert session.messages() == [] and session.pinned == frozenset()
+    assert session.estimate(counter) == 0
+    fresh = [Message("system", "You are a new agent."), Message("user", "Start over.")]
+    session.append(fresh)
+    assert session.messages() == fresh
+    assert session.estimate(counter) == sum(counter.count_message(m) for m in fresh) + 3
+    logged = [e.message for e in session.events() if e.type == "message"]
+    assert logged == conversation() + fresh
+    with pytest.raises(InvalidHistoryError, match="not in the current projection"):
+        session.append(summary(2, 5))  # the old items are gone from the projection
+
+
+@pytest.mark.guarantee("reset-honoured")
+def test_a_reset_survives_reopening(tmp_path: Path) -> None:
+    """A reopened store shows the same projection after a reset and what followed."""
+    with SQLiteStore(tmp_path / "z.db") as store:
+        s = store.session("z")
+        s.append(conversation())
+        s.reset()
+        s.append(Message("user", "again"))
+    with SQLiteStore(tmp_path / "z.db") as store:
+        assert store.session("z").messages() == [Message("user", "again")]
+
+
+def test_item_span_names_the_originals_an_item_stands_for(session: Session) -> None:
+    """An original stands for itself; a summary for the first and last seq it replaced."""
+    (event,) = session.append(summary(2, 5))
+    spans = [item.span for item in session.items()]
+    assert spans == [(1, 1), (2, 5), (6, 6), (7, 7), (8, 8)]
+    assert session.items()[1].id == event.seq
+
+
+def test_async_session_pins_retracts_and_resets() -> None:
+    """AsyncSession offers the same pin, retract and reset as Session."""
+
+    async def main() -> list[Message]:
+        session = AsyncSession(MemoryStore().session("a"))
+        await session.append(conversation())
+        await session.pin(2)
+        await session.unpin(2)
+        taken = await session.retract()
+        assert taken.id == 8
+        await session.reset()
+        return await session.messages()
+
+    assert asyncio.run(main()) == []

@@ -1,25 +1,31 @@
-"""Events: the entries of a session's append-only log, and the payloads ctxfold reads back.
+"""Events: the entries of a session's append-only log, and the typed payloads ctxfold reads back.
 
 An `Event` is what a store returns (it has a seq); a `NewEvent` is what a caller appends (the store
-assigns the seq). Types the projection reads:
+assigns the seq). Each event type ctxfold reads has a frozen payload class with `to_data()` (the
+JSON object stored as the event's data) and `from_data()` (its inverse, which also reads every log
+an earlier version wrote):
 
-- ``message``: ``{"message": <Message.to_dict()>}``;
-- ``compaction``: ``{"first": id, "last": id, "message": {...}, "kind": "summary" | "note",
-  "strategy": name, "tokens_before": n, "tokens_after": n, "replaced": [seq, ...], ...}`` replaces
-  the contiguous run of projected items from ``first`` to ``last`` (item ids) with one message;
-- ``mask``: ``{"items": [{"id": id, "content": placeholder}, ...], "strategy": name}`` replaces the
-  content of tool results, keeping their call ids;
-- ``usage``: ``{"after_seq": seq, "prompt_tokens": n, ...}`` the provider's count for the request
-  that followed ``after_seq``.
+- ``message``: one `Message`, stored as ``{"message": {...}}``;
+- ``compaction`` (`Compaction`): replaces the contiguous run of projected items from `first` to
+  `last` (item ids) with one message, where the run stood;
+- ``mask`` (`Mask`): replaces the content of tool results, keeping their call ids;
+- ``retraction`` (`Retraction`): takes the newest item (or the newest whole step) back out of the
+  projection, as a framework's ``pop_item`` does;
+- ``reset`` (`Reset`): empties the projection, as a framework's ``clear_session`` does; later
+  messages project after it as usual, and pins are cleared;
+- ``pin`` / ``unpin`` (`Pin`, `Unpin`): keep items out of every strategy's reach, or release them;
+- ``usage`` (`Usage`): the provider's prompt-token count for the request sent after a seq;
+- ``overflow`` (`Overflow`): the provider refused the request sent after a seq as too long.
 
-Every other type (``turn``, ``app/...``) is stored and returned, never projected.
+Every other type (``turn``, ``app/...``) is stored and returned, never read. Nothing is ever
+deleted from a log: a retraction or a reset changes what is projected, not what is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeGuard
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
@@ -27,8 +33,22 @@ from ctxfold.messages import Message
 MESSAGE = "message"
 COMPACTION = "compaction"
 MASK = "mask"
+RETRACTION = "retraction"
+RESET = "reset"
+PIN = "pin"
+UNPIN = "unpin"
 USAGE = "usage"
-PROJECTED = frozenset({MESSAGE, COMPACTION, MASK})
+OVERFLOW = "overflow"
+
+EDITS = frozenset({COMPACTION, MASK, RETRACTION, RESET})
+"""Types that change items already projected (not just add one at the end)."""
+PROJECTED = frozenset({MESSAGE}) | EDITS
+"""Types the projection folds into its items."""
+RESHAPING = EDITS | {PIN, UNPIN}
+"""Types that change what a compaction planned earlier may touch: after one of them, a plan
+must be made again from the log as it now stands."""
+
+CompactionKind = Literal["summary", "note"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,11 @@ class NewEvent:
     def message(cls, message: Message) -> NewEvent:
         return cls(MESSAGE, {"message": message.to_dict()})
 
+    @classmethod
+    def of(cls, payload: Payload) -> NewEvent:
+        """The event that stores `payload`: ``NewEvent.of(Pin((12,)))``."""
+        return cls(payload.type, payload.to_data())
+
 
 @dataclass(frozen=True)
 class Event:
@@ -65,4 +90,341 @@ class Event:
         """The message of a ``message`` event (or the replacement message of a ``compaction``)."""
         if self.type not in (MESSAGE, COMPACTION):
             raise InvalidInputError(f"event {self.seq} is a {self.type!r} event, not a message")
-        return Message.from_dict(self.data["message"])
+        return Message.from_dict(_get(self.data, "message", Mapping, self.type))
+
+    @property
+    def payload(self) -> Payload | None:
+        """The typed payload of a type ctxfold reads; None for messages and for any other type."""
+        kind = PAYLOADS.get(self.type)
+        return kind.from_data(self.data) if kind is not None else None
+
+
+# -- payloads ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IdentifierCounts:
+    """How the identifier check went for one summary: identifiers found in it (`kept`), added to
+    it because the summarizer left them out (`added`), and left out for lack of room."""
+
+    kept: int = 0
+    added: int = 0
+    left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """One message in place of the contiguous run of items `first` … `last` (item ids).
+
+    - `message`: what the run becomes; a plain message (no tool call, no tool result).
+    - `kind`: "summary" (a summarizer wrote it) or "note" (it says what was dropped).
+    - `strategy`: the strategy that made it ("summarize", "sliding_window", "callback", ...).
+    - `replaced`: every item id of the run, when given; the append is refused unless the run is
+      exactly these items, so an edit planned on another history cannot land.
+    - `covers`: the first and last original seqs the message stands for (for recall).
+    - `tokens_before`, `tokens_after`: the run's tokens and the message's, in the compactor's
+      counter units.
+    - `tier`, `identifiers`, `summarizer`: for summaries, the round of the ladder that asked
+      ("turns", "summaries", "steps", "task-summaries", "range"), how the identifier check went,
+      and the summarizer's model.
+    - `dropped`, `turns`: for notes, how many items and user turns were dropped.
+    - `range`: for a callback's range, the `[start, stop)` positions it named.
+    """
+
+    type: ClassVar[str] = COMPACTION
+
+    first: int
+    last: int
+    message: Message
+    kind: CompactionKind = "summary"
+    strategy: str = ""
+    replaced: tuple[int, ...] | None = None
+    covers: tuple[int, int] | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    tier: str | None = None
+    identifiers: IdentifierCounts | None = None
+    summarizer: str | None = None
+    dropped: int | None = None
+    turns: int | None = None
+    range: tuple[int, int] | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "first": self.first,
+            "last": self.last,
+            "message": self.message.to_dict(),
+            "kind": self.kind,
+            "strategy": self.strategy,
+        }
+        if self.replaced is not None:
+            data["replaced"] = list(self.replaced)
+        if self.covers is not None:
+            data["covers"] = list(self.covers)
+        if self.identifiers is not None:
+            ids = self.identifiers
+            data["identifiers"] = {
+                "kept": ids.kept,
+                "added": ids.added,
+                "left_out": list(ids.left_out),
+            }
+        for key in ("tokens_before", "tokens_after", "tier", "summarizer", "dropped", "turns"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        if self.range is not None:
+            data["range"] = list(self.range)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Compaction:
+        what = COMPACTION
+        first, last = data.get("first"), data.get("last")
+        if not _is_int(first) or not _is_int(last):
+            raise InvalidInputError(
+                f"a compaction needs integer 'first' and 'last' item ids, got {first!r}, {last!r}"
+            )
+        replaced = data.get("replaced")
+        identifiers = _opt(data, "identifiers", Mapping, what)
+        return cls(
+            first=first,
+            last=last,
+            message=Message.from_dict(_get(data, "message", Mapping, what)),
+            # The first format treated every kind but "note" as a summary.
+            kind="note" if data.get("kind") == "note" else "summary",
+            strategy=_opt(data, "strategy", str, what) or "",
+            replaced=None if replaced is None else _ints(replaced, "replaced", what),
+            covers=_pair(data, "covers", what),
+            tokens_before=_opt(data, "tokens_before", int, what),
+            tokens_after=_opt(data, "tokens_after", int, what),
+            tier=_opt(data, "tier", str, what),
+            identifiers=None if identifiers is None else _identifier_counts(identifiers),
+            summarizer=_opt(data, "summarizer", str, what),
+            dropped=_opt(data, "dropped", int, what),
+            turns=_opt(data, "turns", int, what),
+            range=_pair(data, "range", what),
+        )
+
+
+@dataclass(frozen=True)
+class MaskedItem:
+    """One tool result whose content a mask replaces with `content` (a placeholder)."""
+
+    id: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Mask:
+    """New content for tool results, in place; their call ids stay, so the history stays valid.
+
+    `tokens_saved` is what the masked items gave up, in the compactor's counter units."""
+
+    type: ClassVar[str] = MASK
+
+    items: tuple[MaskedItem, ...]
+    strategy: str = ""
+    tokens_saved: int | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "items": [{"id": i.id, "content": i.content} for i in self.items],
+            "strategy": self.strategy,
+        }
+        if self.tokens_saved is not None:
+            data["tokens_saved"] = self.tokens_saved
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Mask:
+        entries = data.get("items")
+        if not isinstance(entries, list) or not entries:
+            raise InvalidInputError("a mask needs a non-empty list of {id, content} items")
+        items = []
+        for entry in entries:
+            item_id = entry.get("id") if isinstance(entry, Mapping) else None
+            content = entry.get("content") if isinstance(entry, Mapping) else None
+            if not _is_int(item_id) or not isinstance(content, str):
+                raise InvalidInputError(
+                    f"a mask item needs an integer id and text content, not {entry!r}"
+                )
+            items.append(MaskedItem(item_id, content))
+        return cls(
+            tuple(items),
+            strategy=_opt(data, "strategy", str, MASK) or "",
+            tokens_saved=_opt(data, "tokens_saved", int, MASK),
+        )
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """Take item `id` back out of the projection (a framework's ``pop_item``).
+
+    Only what leaves a valid history may be retracted: the newest item, or the assistant message
+    of the newest step, which takes the step's results with it. The item may be a summary or a
+    note; its originals then leave the projection too (they stay in the log). An item already
+    inside a compaction is no longer projected and cannot be named: the append is refused with
+    `InvalidHistoryError` and nothing is written. A pin on a retracted item goes with it.
+    """
+
+    type: ClassVar[str] = RETRACTION
+
+    id: int
+
+    def to_data(self) -> dict[str, Any]:
+        return {"id": self.id}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Retraction:
+        return cls(_get(data, "id", int, RETRACTION))
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Empty the projection (a framework's ``clear_session``): every item and every pin goes;
+    messages appended afterwards project as in a new session. The log keeps everything."""
+
+    type: ClassVar[str] = RESET
+
+    def to_data(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Reset:
+        return cls()
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Keep the items `ids` out of every strategy's reach, until unpinned."""
+
+    type: ClassVar[str] = PIN
+
+    ids: tuple[int, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        return {"ids": list(self.ids)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Pin:
+        return cls(_ints(data.get("ids", []), "ids", PIN))
+
+
+@dataclass(frozen=True)
+class Unpin:
+    """Release the items `ids` from an earlier pin."""
+
+    type: ClassVar[str] = UNPIN
+
+    ids: tuple[int, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        return {"ids": list(self.ids)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Unpin:
+        return cls(_ints(data.get("ids", []), "ids", UNPIN))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The provider read `prompt_tokens` tokens for the request sent after seq `after_seq`."""
+
+    type: ClassVar[str] = USAGE
+
+    after_seq: int
+    prompt_tokens: int
+    completion_tokens: int | None = None
+    model: str | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"after_seq": self.after_seq, "prompt_tokens": self.prompt_tokens}
+        if self.completion_tokens is not None:
+            data["completion_tokens"] = self.completion_tokens
+        if self.model is not None:
+            data["model"] = self.model
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(
+            after_seq=_opt(data, "after_seq", int, USAGE) or 0,
+            prompt_tokens=_get(data, "prompt_tokens", int, USAGE),
+            completion_tokens=_opt(data, "completion_tokens", int, USAGE),
+            model=_opt(data, "model", str, USAGE),
+        )
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """The provider refused the request sent after seq `after_seq`: the prompt was too long.
+
+    The compactor counts these per session (`overflow-recovery`): the first is answered with the
+    pipeline, every later one by clearing tool results too."""
+
+    type: ClassVar[str] = OVERFLOW
+
+    after_seq: int
+
+    def to_data(self) -> dict[str, Any]:
+        return {"after_seq": self.after_seq}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Overflow:
+        return cls(_opt(data, "after_seq", int, OVERFLOW) or 0)
+
+
+Payload = Compaction | Mask | Retraction | Reset | Pin | Unpin | Usage | Overflow
+
+PAYLOADS: dict[str, type[Payload]] = {
+    kind.type: kind for kind in (Compaction, Mask, Retraction, Reset, Pin, Unpin, Usage, Overflow)
+}
+
+
+# -- reading JSON ------------------------------------------------------------------------------
+def _is_int(value: object) -> TypeGuard[int]:
+    # bool is an int subclass; True as an id is always a writer's mistake.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _get(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
+    value = _opt(data, key, kind, what)
+    if value is None:
+        raise InvalidInputError(f"a {what} event needs {key!r}; its data is {dict(data)!r:.200}")
+    return value
+
+
+def _opt(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and not _is_int(value)):
+        raise InvalidInputError(
+            f"a {what} event's {key!r} must be {kind.__name__}, not {value!r:.200}"
+        )
+    return value
+
+
+def _ints(value: object, key: str, what: str) -> tuple[int, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or not all(map(_is_int, value)):
+        raise InvalidInputError(f"a {what} event's {key!r} must be a list of item ids")
+    return tuple(value)
+
+
+def _pair(data: Mapping[str, Any], key: str, what: str) -> tuple[int, int] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    pair = _ints(value, key, what)
+    if len(pair) != 2:
+        raise InvalidInputError(f"a {what} event's {key!r} must be two integers, not {value!r}")
+    return pair[0], pair[1]
+
+
+def _identifier_counts(data: Mapping[str, Any]) -> IdentifierCounts:
+    left_out = data.get("left_out") or []
+    if not isinstance(left_out, list) or not all(isinstance(i, str) for i in left_out):
+        raise InvalidInputError("a compaction's identifiers.left_out must be a list of strings")
+    return IdentifierCounts(
+        kept=_opt(data, "kept", int, COMPACTION) or 0,
+        added=_opt(data, "added", int, COMPACTION) or 0,
+        left_out=tuple(left_out),
+    )

@@ -10,7 +10,18 @@ import click
 
 from ctxfold.cli._common import database_option, open_database, read_transcript
 from ctxfold.errors import InvalidInputError
-from ctxfold.events import COMPACTION, MASK, MESSAGE, USAGE, Event
+from ctxfold.events import (
+    MESSAGE,
+    Compaction,
+    Event,
+    Mask,
+    Overflow,
+    Pin,
+    Reset,
+    Retraction,
+    Unpin,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from ctxfold.messages import Message
@@ -162,17 +173,29 @@ def _one_line(message: Message, width: int = 100) -> str:
 
 
 def _describe(event: Event) -> str:
-    data = event.data
     if event.type == MESSAGE:
         return _one_line(event.message, 80)
-    if event.type == COMPACTION:
-        return (
-            f"{data.get('strategy', '?')}: items {data.get('first')}..{data.get('last')} -> one "
-            f"{data.get('kind', 'message')}, {data.get('tokens_before', '?')} -> "
-            f"{data.get('tokens_after', '?')} tokens"
+    payload = event.payload
+    if isinstance(payload, Compaction):
+        tokens = (
+            f", {payload.tokens_before} -> {payload.tokens_after} tokens"
+            if payload.tokens_before is not None and payload.tokens_after is not None
+            else ""
         )
-    if event.type == MASK:
-        return f"{data.get('strategy', '?')}: {len(data.get('items', []))} tool results cleared"
-    if event.type == USAGE:
-        return f"{data.get('prompt_tokens')} prompt tokens after seq {data.get('after_seq')}"
-    return " ".join(json.dumps(dict(data), ensure_ascii=False).split())[:100]
+        return (
+            f"{payload.strategy or '?'}: items {payload.first}..{payload.last} -> one "
+            f"{payload.kind}{tokens}"
+        )
+    if isinstance(payload, Mask):
+        return f"{payload.strategy or '?'}: {len(payload.items)} tool results cleared"
+    if isinstance(payload, Usage):
+        return f"{payload.prompt_tokens} prompt tokens after seq {payload.after_seq}"
+    if isinstance(payload, Retraction):
+        return f"item {payload.id} taken back out of the projection"
+    if isinstance(payload, Reset):
+        return "the projection was emptied; later messages start afresh"
+    if isinstance(payload, (Pin, Unpin)):
+        return f"items {', '.join(map(str, payload.ids))}"
+    if isinstance(payload, Overflow):
+        return f"the request after seq {payload.after_seq} overflowed the context window"
+    return " ".join(json.dumps(dict(event.data), ensure_ascii=False).split())[:100]

@@ -1,9 +1,9 @@
 """The compactor: triggers, the compaction run, reports, and the list-in/list-out entry point."""
 
-from ctxfold.compactor.callback import CompactionContext
-from ctxfold.compactor.core import Compactor
-from ctxfold.compactor.functional import Compacted, acompact_messages, compact_messages
-from ctxfold.compactor.report import CompactionReport, CompactionStart
+from ctxfold.compactor.compactor import Compactor
+from ctxfold.compactor.context import CompactionContext
+from ctxfold.compactor.lists import Compacted, acompact_messages, compact_messages
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Reason
 
 __all__ = [
     "Compacted",
@@ -11,6 +11,8 @@ __all__ = [
     "CompactionReport",
     "CompactionStart",
     "Compactor",
+    "Outcome",
+    "Reason",
     "acompact_messages",
     "compact_messages",
 ]

@@ -7,9 +7,24 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ctxfold.events import Event
-from ctxfold.pipeline.base import StrategyEffect
+from ctxfold.pipeline.ledger import StrategyEffect
 
 Reason = Literal["threshold", "overflow", "manual", "callback"]
+"""Why a run ran: the automatic trigger, a provider's overflow, a manual call, or an
+`on_compact` callback that picked ranges itself."""
+
+Outcome = Literal["landed", "within-target", "declined", "failed", "conflict"]
+"""How a run ended:
+
+- "landed": its edits were appended (`fits` says whether they reached the target);
+- "within-target": the history already fit, so nothing was done;
+- "declined": no edit worked (the summarizer declined or echoed, nothing smaller was found, or
+  nothing more may be given up); nothing was appended;
+- "failed": a summarizer or callback raised inside the automatic trigger; `error` says what,
+  and nothing was appended (a manual compact raises instead);
+- "conflict": other writers kept changing the history, and the run gave up after planning again
+  and retrying a bounded number of times; nothing was appended, the next trigger tries again.
+"""
 
 
 @dataclass(frozen=True)
@@ -24,13 +39,14 @@ class CompactionStart:
 
 @dataclass(frozen=True)
 class CompactionReport:
-    """One compaction run, landed or not.
+    """One compaction run, landed or not: `Compactor.compact` returns one every time.
 
-    Token figures are counts in the compactor's counter units. `fits` says whether the result
-    is within `target`; when it is not, `pinned_tokens` shows whether what no strategy can give
-    up already exceeds it (`fits-or-smallest`): the pinned messages, plus one note (or less) for
-    each gap between them. `landed` is False when nothing was appended (declined, nothing to do, or
-    a conflict that re-planning could not resolve).
+    Token figures are counts in the compactor's counter units. `outcome` says how the run ended
+    (see `Outcome`), and `landed` whether anything was appended; `error` holds the message of
+    what failed or conflicted. `fits` says whether the result is within `target`; when it is
+    not, `pinned_tokens` shows whether what no strategy can give up already exceeds it
+    (`fits-or-smallest`): the pinned messages, plus one note (or less) for each gap between them.
+    `notes` say why strategies stopped and what the summarizer reported.
     """
 
     session_id: str | None
@@ -53,9 +69,15 @@ class CompactionReport:
     summaries: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     duration_s: float = 0.0
-    landed: bool = False
+    """Seconds from the start of the run to its end, landing included."""
+    outcome: Outcome = "declined"
     error: str | None = None
     events: tuple[Event, ...] = field(default=(), repr=False)
+
+    @property
+    def landed(self) -> bool:
+        """True when the run's edits were appended to the log."""
+        return self.outcome == "landed"
 
     @property
     def first_seq(self) -> int | None:
@@ -75,6 +97,7 @@ class CompactionReport:
         out["strategies"] = [s.to_dict() for s in self.strategies]
         out["events"] = [e.seq for e in self.events]
         out["first_seq"], out["last_seq"] = self.first_seq, self.last_seq
+        out["landed"] = self.landed
         out["left_out"] = list(self.left_out)
         out["summaries"] = list(self.summaries)
         out["notes"] = list(self.notes)
@@ -83,7 +106,7 @@ class CompactionReport:
     def describe(self) -> str:
         """One line for logs."""
         steps = ", ".join(f"{s.name} {s.tokens_before}->{s.tokens_after}" for s in self.strategies)
-        state = "landed" if self.landed else "not landed"
+        state = self.outcome
         fit = "fits" if self.fits else "over target"
         error = f"; error: {self.error}" if self.error else ""
         return (

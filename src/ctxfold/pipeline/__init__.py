@@ -1,19 +1,28 @@
-"""The compaction pipeline: strategies as small objects in a list, and the driver that runs them."""
+"""The compaction pipeline: strategies as small objects in a list, and the pipeline that runs
+them."""
 
-from ctxfold.pipeline.base import Pipeline, Strategy, StrategyEffect, SummaryCall
 from ctxfold.pipeline.clear import ClearToolResults
+from ctxfold.pipeline.ledger import Ledger, StrategyEffect
+from ctxfold.pipeline.pipeline import Pipeline
+from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
+from ctxfold.pipeline.rules import Rules, SummaryRole
+from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
-from ctxfold.pipeline.view import RunStats, WorkingView
+from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 
 __all__ = [
     "ClearToolResults",
+    "Ledger",
+    "MaskResults",
     "Pipeline",
-    "RunStats",
+    "Replace",
+    "Rules",
     "SlidingWindow",
     "Strategy",
     "StrategyEffect",
     "Summarize",
     "SummaryCall",
+    "SummaryRole",
     "WorkingView",
 ]

@@ -10,6 +10,8 @@ import json
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
+from ctxfold.pipeline.proposals import MaskResults
+from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 
 CLEARED_MARK = "[ctxfold: output of "
@@ -39,7 +41,7 @@ class ClearToolResults:
         self.min_tokens = min_tokens
         self.keep_tail = keep_tail
 
-    def run(self, view: WorkingView) -> None:
+    def run(self, view: WorkingView) -> Flow:
         protected = view.protected(self.keep_steps, tail=self.keep_tail)
         calls = _calls_by_result(view)
         chosen: dict[int, str] = {}
@@ -61,7 +63,8 @@ class ClearToolResults:
             # A placeholder is a few dozen tokens; the estimate only decides when to stop picking.
             saved += view.counts[index] - len(text) // 3
         if chosen:
-            view.mask(chosen, strategy=self.name)
+            yield MaskResults(chosen)
+        return None
 
 
 def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:

@@ -17,16 +17,20 @@ left to give up (`unreachable-target-terminates`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
+from ctxfold.events import IdentifierCounts
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
-from ctxfold.pipeline.base import Plan, SummaryCall
+from ctxfold.pipeline.proposals import Proposal, Replace, SummaryCall
+from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.protocols import Summarizer
 from ctxfold.summarizers._request import SummaryResult, Tier
+from ctxfold.summarizers.base import is_echo
 from ctxfold.summarizers.identifiers import verify
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
@@ -55,7 +59,7 @@ class Summarize:
 
     def __init__(
         self,
-        summarizer: Any = None,
+        summarizer: Summarizer | None = None,
         *,
         keep_steps: int | None = None,
         summary_tokens: int = 1024,
@@ -72,20 +76,23 @@ class Summarize:
         self.max_stretch_tokens = max_stretch_tokens
         self.redact = redact
 
-    def run(self, view: WorkingView) -> Plan[None]:
+    def run(self, view: WorkingView) -> Flow:
         while not view.fits:
             budget = self._summary_budget(view)
             stretch = self._next_stretch(view, budget)
             if stretch is None:
                 # `unreachable-target-terminates`: nothing more may be given up, so no call is made
-                return
-            worked = yield from self._round(view, stretch, budget)
-            if not worked:
-                return
+                return None
+            stopped = yield from self._round(view, stretch, budget)
+            if stopped is not None:
+                return stopped
+        return None
 
     # -- one round -------------------------------------------------------------------------
-    def _round(self, view: WorkingView, stretch: Stretch, budget: int) -> Plan[bool]:
-        """One request and, if the answer is usable, one edit. False means stop
+    def _round(
+        self, view: WorkingView, stretch: Stretch, budget: int
+    ) -> Generator[Proposal, Any, str | None]:
+        """One request and, if the answer is usable, one edit. A reason means stop
         (`summarize-stops-at-last-good-round`)."""
         start, end = stretch.start, stretch.end
         tokens = view.tokens(start, end)
@@ -97,68 +104,33 @@ class Summarize:
             tier=stretch.tier,
             tokens=tokens,
         )
-        stats = view.stats
         try:
-            answer = yield SummaryCall(request, self.summarizer)
+            answer: SummaryResult | None = yield SummaryCall(request, self.summarizer)
         except Exception as exc:  # stop at the last round that worked
-            stats.errors.append(f"{type(exc).__name__}: {exc}")
-            stats.failure = stats.failure or exc
-            stats.notes.append(f"summarize stopped: the summarizer raised {type(exc).__name__}")
-            return False
-        stats.summarizer_calls += answer.calls if answer else 1
-        stats.stretch_tokens += tokens
-        if answer is not None:
-            stats.summarizer_input_tokens += answer.input_tokens
-            stats.summarizer_output_tokens += answer.output_tokens
-            stats.summarizer_model = answer.model or stats.summarizer_model
-            stats.notes.extend(answer.notes)
+            return f"the summarizer raised {type(exc).__name__}"
         text = _usable_text(answer)
         if text is None:
-            stats.notes.append("summarize stopped: the summarizer declined")
-            return False
-        from ctxfold.summarizers.base import is_echo
-
+            return "the summarizer declined"
         if is_echo(text, request):
-            stats.notes.append("summarize stopped: the summary echoed its input")
-            return False
+            return "the summary echoed its input"
         checked = verify(text, request.identifiers, budget, view.count_text)
         body = view.redact(self.redact(checked.text) if self.redact else checked.text)
-        first = view.items[start]
-        last = view.items[end - 1]
-        covers = (
-            first.covers[0] if first.covers else first.id,
-            last.covers[1] if last.covers else last.id,
-        )
-        message = Message(
-            view.summary_role,  # type: ignore[arg-type]
-            frame_summary(body, view.summary_role, first_seq=covers[0], last_seq=covers[1]),
-        )
-        meta = {
-            "tier": stretch.tier,
-            "identifiers": {
-                "kept": checked.kept,
-                "added": len(checked.added),
-                "left_out": checked.left_out,
-            },
-            "summarizer": answer.model if answer and answer.model else None,
-        }
-        item = view.replace(
+        low, high = view.items[start].span[0], view.items[end - 1].span[1]
+        role = view.summary_role
+        applied = yield Replace(
             start,
             end,
-            message,
+            Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
             kind="summary",
-            strategy=self.name,
-            meta=meta,
             protected=self._protected(view),
+            tier=stretch.tier,
+            identifiers=IdentifierCounts(checked.kept, len(checked.added), tuple(checked.left_out)),
+            summarizer=answer.model if answer and answer.model else None,
+            summary=body,
         )
-        if item is None:
-            stats.notes.append("summarize stopped: the summary was no smaller than its stretch")
-            return False
-        stats.identifiers_kept += checked.kept
-        stats.identifiers_left_out += len(checked.left_out)
-        stats.left_out.extend(checked.left_out)
-        stats.summaries.append(body)
-        return True
+        if not applied:
+            return "the summary was no smaller than its stretch"
+        return None
 
     # -- choosing the stretch --------------------------------------------------------------
     def _summary_budget(self, view: WorkingView) -> int:
@@ -178,12 +150,13 @@ class Summarize:
         task = [u for u in structure.units if u.start >= task_start]
         want = view.excess + 2 * budget
         turn_starts = {t.start for t in structure.turns}
-        for tier, units, plain in (
+        rounds: tuple[tuple[Tier, list[Unit], bool], ...] = (
             ("turns", historical, True),
             ("summaries", historical, False),
             ("steps", task, True),
             ("task-summaries", task, False),
-        ):
+        )
+        for tier, units, plain in rounds:
             runs = _runs(units, protected, plain)
             for run in runs:
                 if not plain and len(run) < 2:
@@ -192,7 +165,7 @@ class Summarize:
                     view, run, want, budget, turn_starts if tier == "turns" else None
                 )
                 if chosen is not None:
-                    return Stretch(chosen[0], chosen[1], tier)  # type: ignore[arg-type]
+                    return Stretch(chosen[0], chosen[1], tier)
         return None
 
     def _take(

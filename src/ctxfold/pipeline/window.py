@@ -9,15 +9,15 @@ note next to it, so there is never more than one note in a row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from typing import Any
 
 from ctxfold.errors import ConfigurationError
-from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
+from ctxfold.pipeline.notes import note_for
+from ctxfold.pipeline.proposals import Proposal, Replace
+from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers.identifiers import extract_identifiers
-
-NOTE_MARK = "[ctxfold: earlier history dropped"
 
 
 class SlidingWindow:
@@ -33,17 +33,21 @@ class SlidingWindow:
             raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
         self.keep_steps = keep_steps
 
-    def run(self, view: WorkingView) -> None:
+    def run(self, view: WorkingView) -> Flow:
         # Give up as little as possible: plain messages outside the recent tail first, then the
         # tail, and summaries last, since one summary stands for many messages.
         for keep_tail, keep_summaries in ((True, True), (False, True), (False, False)):
             while not view.fits:
-                if not self._drop_once(view, keep_tail, keep_summaries):
+                dropped = yield from self._drop_once(view, keep_tail, keep_summaries)
+                if not dropped:
                     break
             if view.fits:
-                return
+                return None
+        return "nothing more may be dropped"
 
-    def _drop_once(self, view: WorkingView, keep_tail: bool, keep_summaries: bool) -> bool:
+    def _drop_once(
+        self, view: WorkingView, keep_tail: bool, keep_summaries: bool
+    ) -> Generator[Proposal, Any, bool]:
         """Drop the oldest stretch that makes the view smaller; False when none does."""
         protected = view.protected(self.keep_steps, tail=keep_tail)
         if keep_summaries:
@@ -66,47 +70,19 @@ class SlidingWindow:
                 if tokens >= want and at_boundary:
                     break
             start = run[0].start
-            note, meta = note_for(view, start, end)
-            summaries = [i.message.text for i in view.items[start:end] if i.kind == "summary"]
-            if (
-                view.replace(
-                    start,
-                    end,
-                    note,
-                    kind="note",
-                    strategy=self.name,
-                    meta=meta,
-                    protected=protected,
-                )
-                is not None
-            ):
-                _count_lost_identifiers(view, summaries)
+            note = note_for(view.items, structure, start, end, view.summary_role)
+            applied = yield Replace(
+                start,
+                end,
+                note.message,
+                kind="note",
+                protected=protected,
+                dropped=note.dropped,
+                turns=note.turns,
+            )
+            if applied:
                 return True
         return False
-
-
-def note_for(view: WorkingView, start: int, end: int) -> tuple[Message, dict[str, int]]:
-    """The note that stands for items `[start, end)` of `view` once they are dropped."""
-    dropped = view.items[start:end]
-    structure = view.structure()
-    turns = sum(1 for t in structure.turns if start <= t.start < end and t.user is not None)
-    low = dropped[0].covers[0] if dropped[0].covers else dropped[0].id
-    high = dropped[-1].covers[1] if dropped[-1].covers else dropped[-1].id
-    note = Message(view.summary_role, _note_text(len(dropped), turns, low, high))  # type: ignore[arg-type]
-    return note, {"dropped": len(dropped), "turns": turns}
-
-
-def _count_lost_identifiers(view: WorkingView, dropped_summaries: list[str]) -> None:
-    """A dropped summary takes the identifiers it was keeping with it (`identifiers-survive`):
-    report those that no longer appear anywhere in the view as left out."""
-    if not dropped_summaries:
-        return
-    remaining = "\n".join(
-        text for m in view.messages for text in (m.text, *(c.arguments for c in m.tool_calls))
-    )
-    lost = [i for i in extract_identifiers("\n".join(dropped_summaries)) if i not in remaining]
-    view.stats.left_out.extend(lost)
-    view.stats.identifiers_left_out += len(lost)
 
 
 def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:
@@ -120,14 +96,3 @@ def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:
         else:
             runs.append([unit])
     return runs
-
-
-def _note_text(items: int, turns: int, first_seq: int, last_seq: int) -> str:
-    what = f"{items} message{'s' if items != 1 else ''}"
-    if turns:
-        what += f" spanning {turns} user turn{'s' if turns != 1 else ''}"
-    return (
-        f"{NOTE_MARK}: {what} (log items {first_seq}–{last_seq}) were removed to fit the "
-        "context window. The originals are kept in the session log; recall them from there if "
-        "their exact text matters.]"
-    )

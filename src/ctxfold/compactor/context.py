@@ -1,38 +1,70 @@
 """Application-chosen ranges: the context an `on_compact(ctx)` callback receives (the callback
-guarantees, `callback-ranges-compose` and the three after it)."""
+guarantees, `callback-ranges-compose` and the three after it).
+
+`ctx.compact(range, ...)` and `await ctx.acompact(range, ...)` are one algorithm, written once as a
+generator that yields what it needs a summary from: the compactor's summarizer (a
+`SummaryRequest`) or the callback's own function. The compactor's driver builds the context with
+the way to answer each, so a callback never needs to know how its summaries are fetched.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ctxfold.errors import InvalidHistoryError, InvalidInputError
+from ctxfold._drive import adrive, drive
+from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
 from ctxfold.messages import Message
+from ctxfold.pipeline.ledger import Ledger
+from ctxfold.pipeline.proposals import Replace
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
 
-Resolve = Callable[[SummaryRequest], "SummaryResult | None"]
+Resolve = Callable[[SummaryRequest], SummaryResult]
+AsyncResolve = Callable[[SummaryRequest], Awaitable[SummaryResult]]
+SummarizeRange = Callable[[list[Message]], Any]
 RangeLike = range | slice | tuple[int, int]
+
+STRATEGY = "callback"
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """Ask the callback's own `summarize` function for the text of `messages`."""
+
+    summarize: SummarizeRange
+    messages: list[Message]
 
 
 class CompactionContext:
     """Passed to `on_compact(ctx)`. Each `ctx.compact(range, summarize)` replaces exactly that
     range of `ctx.messages` with one summary, in place; later calls see the result of earlier
     ones. Every replacement is stored as its own compaction event with the first and last seq of
-    what it replaced.
+    what it replaced. An `async def on_compact(ctx)` uses `await ctx.acompact(range, ...)`.
 
     >>> def on_compact(ctx):                       # summarize the oldest half, by hand
     ...     half = len(ctx.messages) // 2
     ...     ctx.compact(range(1, half), lambda msgs: f"{len(msgs)} messages about setup")
     """
 
-    def __init__(self, view: WorkingView, resolve: Resolve, session_id: str | None) -> None:
+    def __init__(
+        self,
+        view: WorkingView,
+        ledger: Ledger,
+        *,
+        session_id: str | None,
+        resolve: Resolve | None = None,
+        aresolve: AsyncResolve | None = None,
+    ) -> None:
         self._view = view
+        self._ledger = ledger
         self._resolve = resolve
+        self._aresolve = aresolve
         self.session_id = session_id
-        self.compacted = 0
 
     @property
     def messages(self) -> list[Message]:
@@ -46,20 +78,23 @@ class CompactionContext:
 
     @property
     def tokens(self) -> list[int]:
+        """Tokens of each message in `messages`, in the compactor's counter units."""
         return list(self._view.counts)
 
     @property
     def total_tokens(self) -> int:
+        """Tokens of the whole request as it stands, tool schemas included."""
         return self._view.total
 
     @property
     def target(self) -> int:
+        """The tokens the run aims at, in the compactor's counter units."""
         return self._view.target
 
     def compact(
         self,
         where: RangeLike,
-        summarize: Callable[[list[Message]], str | None] | None = None,
+        summarize: SummarizeRange | None = None,
         *,
         widen: bool = False,
     ) -> list[Message]:
@@ -70,6 +105,51 @@ class CompactionContext:
         A range that would split a tool call from its result raises `InvalidHistoryError`, unless
         `widen=True`, which grows it to the nearest safe boundaries.
         """
+        return drive(self._replace(where, summarize, widen), self._answer, catch=())
+
+    async def acompact(
+        self,
+        where: RangeLike,
+        summarize: SummarizeRange | None = None,
+        *,
+        widen: bool = False,
+    ) -> list[Message]:
+        """`compact` for an `async def on_compact(ctx)`: the compactor's summarizer is awaited,
+        and `summarize` may be an async function too."""
+        return await adrive(self._replace(where, summarize, widen), self._aanswer, catch=())
+
+    # -- answering -------------------------------------------------------------------------
+    def _answer(self, step: SummaryRequest | _Ask) -> Any:
+        if isinstance(step, _Ask):
+            value = step.summarize(step.messages)
+            if inspect.isawaitable(value):
+                if inspect.iscoroutine(value):
+                    value.close()  # never awaited; closing it avoids a "never awaited" warning
+                raise ConfigurationError(
+                    "the summarize function passed to ctx.compact is async; make on_compact "
+                    "`async def` and call `await ctx.acompact(...)`"
+                )
+            return value
+        if self._resolve is None:
+            raise ConfigurationError(
+                "inside an async on_compact, call `await ctx.acompact(...)`, not ctx.compact"
+            )
+        return self._resolve(step)
+
+    async def _aanswer(self, step: SummaryRequest | _Ask) -> Any:
+        if isinstance(step, _Ask):
+            value = step.summarize(step.messages)
+            return await value if inspect.isawaitable(value) else value
+        if self._aresolve is None:
+            raise ConfigurationError(
+                "ctx.acompact needs an async on_compact, run by acompact or amaybe_compact"
+            )
+        return await self._aresolve(step)
+
+    # -- the algorithm ---------------------------------------------------------------------
+    def _replace(
+        self, where: Any, summarize: SummarizeRange | None, widen: bool
+    ) -> Generator[SummaryRequest | _Ask, Any, list[Message]]:
         start, stop = self._bounds(where)
         view = self._view
         structure = view.structure()
@@ -102,37 +182,35 @@ class CompactionContext:
             request = build_request(
                 stretch, synthetic=synthetic, tier="range", tokens=view.tokens(start, stop)
             )
-            answer = self._resolve(request)
-            text = answer.text if answer else None
+            answer: SummaryResult = yield request
+            self._ledger.answered(request, answer)
+            text = answer.text
         else:
-            text = summarize(list(stretch))
+            text = yield _Ask(summarize, list(stretch))
         if text is None or not str(text).strip():
-            view.stats.notes.append(f"callback range [{start}, {stop}) declined by its summarizer")
+            self._ledger.notes.append(
+                f"callback range [{start}, {stop}) declined by its summarizer"
+            )
             return self.messages
-        first, last = view.items[start], view.items[stop - 1]
-        low = first.covers[0] if first.covers else first.id
-        high = last.covers[1] if last.covers else last.id
         body = view.redact(str(text).strip())
-        message = Message(
-            view.summary_role,  # type: ignore[arg-type]
-            frame_summary(body, view.summary_role, first_seq=low, last_seq=high),
-        )
-        item = view.replace(
+        low, high = view.items[start].span[0], view.items[stop - 1].span[1]
+        role = view.summary_role
+        edit = Replace(
             start,
             stop,
-            message,
+            Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
             kind="summary",
-            strategy="callback",
-            meta={"range": [start, stop]},
             protected=protected,
+            range=(start, stop),
+            summary=body,
         )
-        if item is None:
-            view.stats.notes.append(
+        replaced = view.items[start:stop]
+        if view.apply(edit, STRATEGY):
+            self._ledger.applied(edit, replaced, view)
+        else:
+            self._ledger.notes.append(
                 f"callback range [{start}, {stop}) refused: its summary was not smaller"
             )
-        else:
-            self.compacted += 1
-            view.stats.summaries.append(body)
         return self.messages
 
     def _bounds(self, where: Any) -> tuple[int, int]:
@@ -173,5 +251,4 @@ class CompactionContext:
         out = set(range(structure.system_end))
         for index in structure.pending:
             out.update(structure.unit_at(index).indices)
-        out.update(i for i, item in enumerate(view.items) if item.id in view.pinned_ids)
-        return frozenset(out)
+        return frozenset(out) | view.app_pinned()

@@ -2,8 +2,9 @@
 
 `Session` is a thin, synchronous object over an `EventStore`. It keeps the projection in memory
 and folds in only the events it has not seen, so `messages()` after an append costs O(new events)
-rather than a replay of the log. Every write checks edits against the projection first and then
-appends with `expected_seq`, so an edit is validated against exactly the history it lands on.
+rather than a replay of the log. Every write that the projection could refuse (an edit, a
+retraction, a pin) is checked against the projection first and then appended with
+`expected_seq`, so it is validated against exactly the history it lands on.
 
 `AsyncSession` gives asyncio agents the same object without blocking the event loop: each call
 runs the synchronous method in a worker thread (`asyncio.to_thread`). There is one control flow,
@@ -15,19 +16,30 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidInputError
-from ctxfold.events import COMPACTION, MASK, MESSAGE, USAGE, Event, NewEvent
+from ctxfold.events import (
+    MESSAGE,
+    OVERFLOW,
+    RESET,
+    RESHAPING,
+    USAGE,
+    Event,
+    NewEvent,
+    Overflow,
+    Pin,
+    Reset,
+    Retraction,
+    Unpin,
+    Usage,
+)
 from ctxfold.messages import Message
-from ctxfold.projection import Change, Item, Projection
-
-if TYPE_CHECKING:
-    from ctxfold.protocols import EventStore, TokenCounter
-    from ctxfold.tokens.tally import Tally
-
-PIN = "pin"
-UNPIN = "unpin"
+from ctxfold.protocols import EventStore, TokenCounter
+from ctxfold.session.projection import Change, Item, Projection
+from ctxfold.session.snapshot import Snapshot
+from ctxfold.tokens.counters import counter as make_counter
+from ctxfold.tokens.tally import Tally
 
 
 class Session:
@@ -63,28 +75,30 @@ class Session:
     ) -> list[Event]:
         """Append messages and/or events atomically; returns the stored events.
 
-        Compaction and mask events are checked against the current projection and refused with
-        `InvalidHistoryError` before anything is written. When the batch holds such an edit, the
-        append is made with `expected_seq` (the seq the check ran against, unless given), so a
-        concurrent writer makes it fail with `ConflictError` rather than land on another history.
+        Edits (compaction, mask, retraction, reset) and pins are checked against the current
+        projection and refused with `InvalidHistoryError` before anything is written
+        (`invalid-edit-refused`); a compaction or mask that would touch a pinned item is refused
+        too (`pins-respected`). When the batch holds such an event, the append is made with
+        `expected_seq` (the seq the check ran against, unless given), so a concurrent writer
+        makes it fail with `ConflictError` rather than land on another history.
         """
         items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
         batch = _as_events(items_list)
         if not batch:
             return []
         with self._lock:
-            if any(e.type in (COMPACTION, MASK) for e in batch):
+            if any(e.type in RESHAPING for e in batch):
                 self.refresh()
                 if expected_seq is not None and expected_seq != self._state.projection.last_seq:
                     raise ConflictError(self.id, expected_seq, self._state.projection.last_seq)
                 self._check_batch(batch)
                 expected_seq = self._state.projection.last_seq
             else:
-                # Messages given as Message values are valid by construction; a raw message
-                # event is read back once here so a bad one is refused before anything is written.
+                # Messages given as Message values are valid by construction; a raw event is read
+                # back once here so a bad one is refused before anything is written.
                 for item, event in zip(items_list, batch, strict=True):
-                    if not isinstance(item, Message) and event.type == MESSAGE:
-                        Message.from_dict(event.data["message"])
+                    if not isinstance(item, Message) or event.type != MESSAGE:
+                        self._state.projection.check(event)
             stored = self.store.append(self.id, batch, expected_seq=expected_seq)
             self._catch_up(stored)
             return stored
@@ -99,9 +113,9 @@ class Session:
             self.refresh()
 
     def _check_batch(self, batch: Sequence[NewEvent]) -> None:
-        # Check each edit against the projection as the earlier events of the batch leave it,
+        # Check each event against the projection as the earlier events of the batch leave it,
         # on a scratch copy, with the seqs the store will give them.
-        scratch = _copy(self._state.projection)
+        scratch = self._state.projection.copy()
         seq = scratch.last_seq
         for event in batch:
             seq += 1
@@ -124,32 +138,63 @@ class Session:
             )
         with self._lock:
             self.refresh()
-            data: dict[str, Any] = {
-                "after_seq": self._state.projection.last_seq if after_seq is None else after_seq,
-                "prompt_tokens": prompt_tokens,
-            }
-            if completion_tokens is not None:
-                data["completion_tokens"] = completion_tokens
-            if model is not None:
-                data["model"] = model
-            stored = self.store.append(self.id, [NewEvent(USAGE, data)])
-            self._catch_up(stored)
-            return stored[0]
+            after = self._state.projection.last_seq if after_seq is None else after_seq
+            usage = Usage(after, prompt_tokens, completion_tokens, model)
+            return self._append_one(NewEvent.of(usage))
 
-    def pin(self, *item_ids: int) -> None:
-        """Keep these items out of every strategy's reach (stored, so it survives reopening)."""
-        self._pin_event(PIN, item_ids)
-
-    def unpin(self, *item_ids: int) -> None:
-        self._pin_event(UNPIN, item_ids)
-
-    def _pin_event(self, kind: str, item_ids: Sequence[int]) -> None:
+    def record_overflow(self, *, after_seq: int | None = None) -> Event:
+        """Record that the provider refused the request sent after `after_seq` (default: the
+        last seq now) as too long; `overflows` counts these (`overflow-recovery`)."""
         with self._lock:
             self.refresh()
-            for item_id in item_ids:
-                if self._state.projection.position(item_id) is None:
-                    raise InvalidInputError(f"item {item_id!r} is not in the current projection")
-            self._catch_up(self.store.append(self.id, [NewEvent(kind, {"ids": list(item_ids)})]))
+            after = self._state.projection.last_seq if after_seq is None else after_seq
+            return self._append_one(NewEvent.of(Overflow(after)))
+
+    def pin(self, *item_ids: int) -> Event:
+        """Keep these items out of every strategy's reach (stored, so it survives reopening).
+
+        A compaction planned before the pin landed is planned again or declined; one that would
+        cover a pinned item is refused at append time (`pins-respected`)."""
+        (event,) = self.append(NewEvent.of(Pin(tuple(item_ids))))
+        return event
+
+    def unpin(self, *item_ids: int) -> Event:
+        """Release items from an earlier `pin`."""
+        (event,) = self.append(NewEvent.of(Unpin(tuple(item_ids))))
+        return event
+
+    def retract(self, item_id: int | None = None) -> Item:
+        """Take the newest item (or `item_id`: the newest item, or the assistant message that
+        starts the newest step, results included) back out of the projection, as a framework's
+        ``pop_item`` does; returns the first item retracted. The log keeps it.
+
+        Raises `InvalidHistoryError` for any other item (an item already compacted is no longer
+        projected and cannot be named), `InvalidInputError` when the projection is empty, and
+        `ConflictError` when another writer appended first (read again and retry)."""
+        with self._lock:
+            self.refresh()
+            items = self._state.projection.items
+            if item_id is None:
+                if not items:
+                    raise InvalidInputError(f"session {self.id!r} has no item to retract")
+                item_id = items[-1].id
+            index = self._state.projection.position(item_id)
+            retracted = items[index] if index is not None else None
+            self.append(NewEvent.of(Retraction(item_id)))
+            assert retracted is not None  # the append refused an item that was not projected
+            return retracted
+
+    def reset(self) -> Event:
+        """Empty the projection, as a framework's ``clear_session`` does: every item and every
+        pin goes; messages appended afterwards project as in a new session (`reset-honoured`).
+        The log keeps everything."""
+        (event,) = self.append(NewEvent.of(Reset()))
+        return event
+
+    def _append_one(self, event: NewEvent) -> Event:
+        stored = self.store.append(self.id, [event])
+        self._catch_up(stored)
+        return stored[0]
 
     # -- reading ---------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -188,8 +233,14 @@ class Session:
     @property
     def pinned(self) -> frozenset[int]:
         """Ids of the items the application pinned that are still projected."""
-        state = self._state
-        return frozenset(i for i in state.pinned if state.projection.position(i) is not None)
+        return self._state.projection.pinned
+
+    def overflows(self) -> int:
+        """How many context overflows were recorded since the session began or was last reset
+        (`record_overflow`); O(new events)."""
+        with self._lock:
+            self.refresh()
+            return self._state.overflows
 
     def estimate(self, counter: TokenCounter | None = None) -> int:
         """Tokens of the current projection: the last provider usage report plus a count of what
@@ -203,10 +254,32 @@ class Session:
             self.refresh()
             return self._tally_for(counter)
 
-    def _tally_for(self, counter: TokenCounter | None) -> Tally:
-        from ctxfold.tokens import counter as make_counter
-        from ctxfold.tokens.tally import Tally
+    def snapshot(self, counter: TokenCounter | None = None, *, tools_tokens: int = 0) -> Snapshot:
+        """The projection as of now, with each item's tokens: what a compaction run reads.
 
+        `tools_tokens` are the tool schemas' tokens sent with every request
+        (`tool-schemas-counted`); they join the fixed tokens, and the estimate when no provider
+        report backs it."""
+        with self._lock:
+            self.refresh()
+            tally = self._tally_for(counter)
+            projection = self._state.projection
+            items = tuple(projection.items)
+            counts = tuple(tally.count(item.id) for item in items)
+            # What the tally counts beyond the items (the reply priming) is sent every time.
+            fixed = max(0, tally.total - sum(counts)) + tools_tokens
+            return Snapshot(
+                session_id=self.id,
+                items=items,
+                counts=counts,
+                fixed_tokens=fixed,
+                pinned_ids=projection.pinned,
+                base_seq=projection.last_seq,
+                estimate=tally.estimate if tally.anchored else tally.total + tools_tokens,
+                anchored=tally.anchored,
+            )
+
+    def _tally_for(self, counter: TokenCounter | None) -> Tally:
         wanted = counter or self._counter
         tally = self._state.tally
         if tally is not None and (wanted is None or tally.counter is wanted):
@@ -222,34 +295,35 @@ class Session:
 
 
 class _State:
-    """What a session derives from its log: the projection, pins, and the token tally."""
+    """What a session derives from its log: the projection (pins included), the token tally,
+    and the count of overflows."""
 
     def __init__(self, tally: Tally | None = None) -> None:
         self.projection = Projection()
-        self.pinned: set[int] = set()
         self.tally = tally
         self.last_edit_seq = 0
+        self.overflows = 0
 
     def fold(self, event: Event) -> None:
         change = self.projection.apply(event)
-        if event.type in (PIN, UNPIN):
-            ids = set(event.data.get("ids", ()))
-            self.pinned = self.pinned | ids if event.type == PIN else self.pinned - ids
         if change.edit:
             self.last_edit_seq = event.seq
+        if event.type == OVERFLOW:
+            self.overflows += 1
+        elif event.type == RESET:
+            self.overflows = 0
         if self.tally is not None:
             _update_tally(self.tally, change)
             if event.type == USAGE:
-                self._anchor(event)
+                self._anchor(Usage.from_data(event.data))
 
-    def _anchor(self, event: Event) -> None:
+    def _anchor(self, usage: Usage) -> None:
         assert self.tally is not None
-        after = int(event.data.get("after_seq", 0))
-        if after < self.last_edit_seq:
+        if usage.after_seq < self.last_edit_seq:
             return  # the request it measured was sent before the last edit: no longer the view
         # Items that came after the measured request are not in the provider's figure.
-        later = sum(self.tally.count(i.id) for i in _tail_after(self.projection.items, after))
-        self.tally.anchor(int(event.data["prompt_tokens"]) + later)
+        later = _tail_after(self.projection.items, usage.after_seq)
+        self.tally.anchor(usage.prompt_tokens + sum(self.tally.count(i.id) for i in later))
 
 
 class AsyncSession:
@@ -295,6 +369,18 @@ class AsyncSession:
     async def estimate(self, counter: TokenCounter | None = None) -> int:
         return await asyncio.to_thread(self.sync.estimate, counter)
 
+    async def pin(self, *item_ids: int) -> Event:
+        return await asyncio.to_thread(self.sync.pin, *item_ids)
+
+    async def unpin(self, *item_ids: int) -> Event:
+        return await asyncio.to_thread(self.sync.unpin, *item_ids)
+
+    async def retract(self, item_id: int | None = None) -> Item:
+        return await asyncio.to_thread(self.sync.retract, item_id)
+
+    async def reset(self) -> Event:
+        return await asyncio.to_thread(self.sync.reset)
+
 
 def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
     if isinstance(items, (Message, NewEvent)):
@@ -311,15 +397,6 @@ def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list
                 "append takes Message or NewEvent values"
             )
     return out
-
-
-def _copy(projection: Projection) -> Projection:
-    return Projection(
-        projection.last_seq,
-        list(projection.items),
-        list(projection._keys),
-        dict(projection._key_of),
-    )
 
 
 def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:

@@ -1,4 +1,9 @@
-"""`Compactor`: when to compact a session, and the entry points that run a compaction."""
+"""`Compactor`: when to compact a session, and the entry points that run a compaction.
+
+A compactor holds configuration only (the budget, the ladder, the summarizer, listeners), never
+the state of a run, so one compactor may serve many sessions from many threads at once. Each run
+is `ctxfold.compactor.landing.compaction`, driven by `run_sync` or `run_async`.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,17 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ctxfold.compactor.engine import Callback, Settings, plan_compaction, run_async, run_sync
+from ctxfold.compactor.drivers import Edge, run_async, run_sync
+from ctxfold.compactor.landing import compaction
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason
-from ctxfold.errors import BudgetError, ConfigurationError, EmptySessionError
-from ctxfold.pipeline.base import Pipeline
+from ctxfold.compactor.run import Callback, RunSettings
+from ctxfold.errors import BudgetError, ConfigurationError
 from ctxfold.pipeline.clear import ClearToolResults
-from ctxfold.protocols import TokenCounter
+from ctxfold.pipeline.pipeline import Pipeline
+from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
+from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session import AsyncSession, Session
+from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
 
@@ -31,7 +40,8 @@ class Compactor:
     - `counter`: the token counter (default `ctxfold.tokens.counter("auto")`).
     - `on_compact(ctx)`: an application callback that picks ranges itself (the callback guarantees,
       `callback-ranges-compose` and the three after it); it runs before the pipeline, which then
-      only runs if the view still does not fit.
+      only runs if the view still does not fit. An `async def on_compact` runs under `acompact`
+      and `amaybe_compact` and uses `await ctx.acompact(...)`.
     - `redact(text) -> text`: applied to every summary before it is stored (`summaries-redacted`).
     - `tools`: the tool schemas sent with each request; they count against the budget
       (`tool-schemas-counted`).
@@ -50,7 +60,7 @@ class Compactor:
         self,
         budget: Budget | None,
         pipeline: Pipeline | None = None,
-        summarizer: Any = None,
+        summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
         on_compact: Callback | None = None,
         redact: Callable[[str], str] | None = None,
@@ -58,19 +68,17 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         on_start: Callable[[CompactionStart], Any] | None = None,
         on_report: Callable[[CompactionReport], Any] | None = None,
-        summary_role: str = "user",
+        summary_role: SummaryRole = "user",
     ) -> None:
-        from ctxfold.summarizers.extractive import ExtractiveSummarizer
-
         if budget is not None and not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
-        if summary_role not in ("user", "assistant", "system"):
+        if summary_role not in SUMMARY_ROLES:
             raise ConfigurationError(
                 f"summary_role must be user, assistant or system, not {summary_role!r}"
             )
         self.budget = budget
         self.counter = counter or make_counter("auto")
-        self.summarizer = (
+        self.summarizer: Summarizer = (
             summarizer
             if summarizer is not None
             else ExtractiveSummarizer(count=self.counter.count_text)
@@ -82,9 +90,7 @@ class Compactor:
         self.on_start = on_start
         self.on_report = on_report
         self.summary_role = summary_role
-        self.last_report: CompactionReport | None = None
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
-        self._overflows: dict[str, int] = {}
 
     # -- checking --------------------------------------------------------------------------
     def estimate(self, session: Session) -> int:
@@ -106,92 +112,102 @@ class Compactor:
 
     # -- running ---------------------------------------------------------------------------
     def maybe_compact(self, session: Session) -> CompactionReport | None:
-        """The automatic trigger, for after each turn: compacts only when `should_compact`.
-        A summarizer failure is logged and reported, never raised
-        (`auto-trigger-isolates-failures`)."""
+        """The automatic trigger, for after each turn: compacts only when `should_compact`, and
+        returns None when it did not. A summarizer or callback failure is logged and reported,
+        never raised (`auto-trigger-isolates-failures`)."""
         if not self.should_compact(session):
             return None
-        return self._finish(run_sync(self._run(session, "threshold"), self.summarizer))
+        return self._finish(run_sync(self._flow("threshold"), self._edge(), session))
 
     async def amaybe_compact(self, session: Session | AsyncSession) -> CompactionReport | None:
         """`maybe_compact` for asyncio code; store I/O runs in worker threads."""
         sync = _sync(session)
         if not await asyncio.to_thread(self.should_compact, sync):
             return None
-        report = await run_async(self._run(sync, "threshold"), self.summarizer)
-        return self._finish(report)
+        return self._finish(await run_async(self._flow("threshold"), self._edge(), sync))
 
-    def compact(self, session: Session, *, target: int | None = None) -> CompactionReport | None:
-        """Compact now, toward the budget's target (or `target` tokens). Returns the report, or
-        None when nothing was appended (declined, or already within the target); the report is
-        in `last_report` either way. Raises on an empty session (`empty-session-refused`) and when
-        the summarizer raises (`auto-trigger-isolates-failures`)."""
-        report = run_sync(self._run(session, "manual", target, manual=True), self.summarizer)
-        return self._finish(report, manual=True)
+    def compact(self, session: Session, *, target: int | None = None) -> CompactionReport:
+        """Compact now, toward the budget's target (or `target` tokens), and report how it went:
+        `report.landed` says whether anything was appended, `report.outcome` why not. Raises on
+        an empty session (`empty-session-refused`) and when the summarizer or the callback
+        raises (`auto-trigger-isolates-failures`)."""
+        flow = self._flow("manual", target, manual=True)
+        return self._finish(run_sync(flow, self._edge(), session))
 
     async def acompact(
         self, session: Session | AsyncSession, *, target: int | None = None
-    ) -> CompactionReport | None:
+    ) -> CompactionReport:
         """`compact` for asyncio code."""
-        sync = _sync(session)
-        report = await run_async(self._run(sync, "manual", target, manual=True), self.summarizer)
-        return self._finish(report, manual=True)
+        flow = self._flow("manual", target, manual=True)
+        return self._finish(await run_async(flow, self._edge(), _sync(session)))
 
-    def recover_from_overflow(self, session: Session) -> CompactionReport | None:
-        """After a provider's context-overflow error (see `is_context_overflow`): compact, so the
-        caller can retry once. A second overflow in the same session clears tool results
-        instead (`overflow-recovery`). Nothing is appended to the conversation itself."""
-        return self._finish(run_sync(self._overflow_run(session), self.summarizer))
+    def recover_from_overflow(self, session: Session) -> CompactionReport:
+        """After a provider's context-overflow error (see `is_context_overflow`): record it in
+        the log and compact, so the caller can retry once. From the second overflow of a session
+        on, tool results are cleared instead (`overflow-recovery`). Nothing is appended to the
+        conversation itself."""
+        session.record_overflow()
+        flow = self._overflow_flow(session.overflows())
+        return self._finish(run_sync(flow, self._edge(), session))
 
-    async def arecover_from_overflow(
-        self, session: Session | AsyncSession
-    ) -> CompactionReport | None:
+    async def arecover_from_overflow(self, session: Session | AsyncSession) -> CompactionReport:
+        """`recover_from_overflow` for asyncio code."""
         sync = _sync(session)
-        return self._finish(await run_async(self._overflow_run(sync), self.summarizer))
+        await asyncio.to_thread(sync.record_overflow)
+        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows))
+        return self._finish(await run_async(flow, self._edge(), sync))
 
     # -- internals -------------------------------------------------------------------------
-    def _overflow_run(self, session: Session) -> Any:
-        seen = self._overflows.get(session.id, 0)
-        self._overflows[session.id] = seen + 1
-        if seen == 0:
-            return self._run(session, "overflow")
+    def _overflow_flow(self, overflows: int) -> Any:
+        # The count lives in the log, so every compactor and process sees the same one.
+        if overflows <= 1:
+            return self._flow("overflow")
         clear = Pipeline([ClearToolResults(min_tokens=0)])
-        return self._run(session, "overflow", target=0, pipeline=clear)
+        return self._flow("overflow", target=0, pipeline=clear)
 
-    def _run(
+    def _flow(
         self,
-        session: Session,
         reason: Reason,
         target: int | None = None,
         *,
         manual: bool = False,
         pipeline: Pipeline | None = None,
     ) -> Any:
+        return compaction(self._settings(reason, target, manual, pipeline), manual=manual)
+
+    def _settings(
+        self,
+        reason: Reason,
+        target: int | None = None,
+        manual: bool = False,
+        pipeline: Pipeline | None = None,
+    ) -> RunSettings:
+        """The settings of one run, read from the budget as it is now."""
         budget = self.budget
-        if manual and not session.message_count():
-            raise EmptySessionError(f"session {session.id!r} has no messages to compact")
-        if budget is None and target is None:
-            raise BudgetError("this compactor has no budget; pass target= or set a budget")
-        settings = Settings(
-            pipeline=pipeline or self.pipeline,
+        if target is None:
+            if budget is None:
+                raise BudgetError("this compactor has no budget; pass target= or set a budget")
+            target = budget.target_tokens
+        rules = Rules(
             counter=self.counter,
-            target=target if target is not None else budget.target_tokens,  # type: ignore[union-attr]
             keep_steps=budget.keep_steps if budget else 1,
             keep_recent_tokens=budget.keep_recent_tokens if budget else 0,
-            tools_tokens=self._tools_tokens,
             summary_role=self.summary_role,
             redact=self.redact,
+        )
+        return RunSettings(
+            pipeline=pipeline or self.pipeline,
+            rules=rules,
+            target=target,
+            reason=reason,
             on_compact=self.on_compact,
             raise_failures=manual,
         )
-        if self.on_start is not None:
-            self.on_start(
-                CompactionStart(session.id, reason, self.estimate(session), settings.target)
-            )
-        return plan_compaction(session, settings, reason)
 
-    def _finish(self, report: CompactionReport, *, manual: bool = False) -> CompactionReport | None:
-        self.last_report = report
+    def _edge(self) -> Edge:
+        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start)
+
+    def _finish(self, report: CompactionReport) -> CompactionReport:
         if report.error:
             log.warning("ctxfold: %s", report.describe())
         elif not report.landed and report.notes:
@@ -200,9 +216,7 @@ class Compactor:
             log.info("ctxfold: %s", report.describe())
         if self.on_report is not None:
             self.on_report(report)
-        if report.landed:
-            return report
-        return None if manual else report
+        return report
 
 
 def _sync(session: Session | AsyncSession) -> Session:

@@ -1,0 +1,156 @@
+"""A whole compaction of a session: read a snapshot, plan, land, and retry, within bounds.
+
+Written once, as a generator that does no I/O itself: it yields what it needs done (`ReadSnapshot`,
+`Append`, `ReadEvents`, `Started`) next to the run's own steps (summary and callback calls), and
+the two drivers in `ctxfold.compactor.drivers` do each, one blocking, one awaiting.
+
+Landing is one atomic append with `expected_seq`, so the edits land on exactly the history they
+were planned on. When another writer got there first (`ConflictError`), the flow reads what
+arrived:
+
+- only events that leave the projection's items and pins alone (messages, usage reports, an
+  application's own events): the edits still hold, since they name items by id; the flow
+  renumbers the items the run itself creates and appends again, and the late messages project
+  after the summary, verbatim (`late-messages-stay-verbatim`);
+- anything that changes what is projected or protected (a compaction, mask, retraction, reset,
+  pin or unpin): the plan may no longer hold, so the flow plans once more from a fresh snapshot,
+  then declines (`one-compaction-wins`, `pins-respected`).
+
+Every loop is bounded (`landing-bounded`): a writer that keeps appending makes the run give up
+with the outcome "conflict", never spin.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxfold.compactor.report import CompactionReport, CompactionStart
+from ctxfold.compactor.run import Planned, RunSettings, Step, plan
+from ctxfold.errors import ConflictError, EmptySessionError, InvalidHistoryError
+from ctxfold.events import RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
+
+MAX_PLANS = 2
+"""Plans per compaction: the first, and one more when the history changed under it."""
+
+MAX_APPENDS = 8
+"""Append attempts per plan: the first, and a rebase over plain appends after each conflict."""
+
+
+@dataclass(frozen=True)
+class ReadSnapshot:
+    """Read the session's projection as it stands now; answered with a `Snapshot`."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """Tell `on_start` listeners that a run began; answered with nothing."""
+
+    start: CompactionStart
+
+
+@dataclass(frozen=True)
+class Append:
+    """Append `events` with `expected_seq`; answered with the stored events, or a
+    `ConflictError` / `InvalidHistoryError` thrown in."""
+
+    events: tuple[NewEvent, ...]
+    expected_seq: int
+
+
+@dataclass(frozen=True)
+class ReadEvents:
+    """Read the session's events after seq `after`; answered with a list of `Event`."""
+
+    after: int
+
+
+SessionStep = Step | ReadSnapshot | Started | Append | ReadEvents
+
+
+@dataclass(frozen=True)
+class _Landing:
+    stored: tuple[Event, ...] = ()
+    replan: bool = False
+    why: str = ""
+
+
+def compaction(
+    settings: RunSettings, *, manual: bool = False
+) -> Generator[SessionStep, Any, CompactionReport]:
+    """Compact a session toward `settings.target` and return the report (see the module
+    docstring). `manual` refuses an empty session (`empty-session-refused`)."""
+    started = time.perf_counter()
+    planned: Planned | None = None
+    why = ""
+    for attempt in range(MAX_PLANS):
+        snapshot = yield ReadSnapshot()
+        if attempt == 0:
+            if manual and not snapshot.items:
+                raise EmptySessionError(
+                    f"session {snapshot.session_id!r} has no messages to compact"
+                )
+            yield Started(
+                CompactionStart(
+                    snapshot.session_id, settings.reason, snapshot.estimate, settings.target
+                )
+            )
+        planned = yield from plan(snapshot, settings)
+        if not planned.edits:
+            return planned.report(time.perf_counter() - started)
+        landing = yield from _land(planned.edits, planned.base_seq)
+        if landing.stored:
+            return planned.report(time.perf_counter() - started, stored=landing.stored)
+        why = landing.why
+        if not landing.replan:
+            break
+    assert planned is not None
+    return planned.report(time.perf_counter() - started, outcome="conflict", error=why)
+
+
+def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionStep, Any, _Landing]:
+    """Append `edits`, planned against `base`, rebasing over plain appends; bounded."""
+    for attempt in range(MAX_APPENDS):
+        try:
+            stored = yield Append(tuple(NewEvent.of(edit) for edit in edits), base)
+        except ConflictError:
+            newer: list[Event] = yield ReadEvents(base)
+        except InvalidHistoryError as exc:
+            if attempt == 0:
+                raise  # planned on exactly this history and still invalid: a bug, say so
+            # A rebase put the edits on a history they no longer fit: plan again.
+            return _Landing(replan=True, why=f"the history changed under the run: {exc}")
+        else:
+            return _Landing(tuple(stored))
+        reshaped = [e for e in newer if e.type in RESHAPING]
+        if reshaped:
+            first = reshaped[0]
+            return _Landing(
+                replan=True,
+                why=f"a {first.type} (seq {first.seq}) landed while the run was planning",
+            )
+        if newer:
+            edits = [_moved(edit, base, newer[-1].seq - base) for edit in edits]
+            base = newer[-1].seq
+    return _Landing(
+        why=f"other writers appended before each of {MAX_APPENDS} attempts to land; "
+        "the next trigger tries again"
+    )
+
+
+def _moved(edit: Compaction | Mask, base: int, shift: int) -> Compaction | Mask:
+    """`edit` with the ids this run created (those above `base`) moved up by `shift`."""
+
+    def move(item_id: int) -> int:
+        return item_id + shift if item_id > base else item_id
+
+    if isinstance(edit, Mask):
+        return replace(edit, items=tuple(MaskedItem(move(i.id), i.content) for i in edit.items))
+    return replace(
+        edit,
+        first=move(edit.first),
+        last=move(edit.last),
+        replaced=None if edit.replaced is None else tuple(move(i) for i in edit.replaced),
+    )

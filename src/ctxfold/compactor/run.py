@@ -1,0 +1,166 @@
+"""The compaction run: one pure plan over a snapshot, written once as a generator.
+
+`plan` builds a working view from a `Snapshot`, lets the application's `on_compact` callback and
+then the pipeline edit it, and returns the edits with what happened (`Planned`). It never sees a
+store or a session. Whenever it needs a summary it yields a `SummaryCall`; whenever it needs the
+callback run it yields a `CallbackCall`. The drivers (`ctxfold.compactor.drivers`) answer those,
+one by calling, the other by awaiting; landing the edits is `ctxfold.compactor.landing`'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfold.compactor.context import CompactionContext
+from ctxfold.compactor.report import CompactionReport, Outcome, Reason
+from ctxfold.events import Compaction, Event, Mask
+from ctxfold.pipeline.ledger import Ledger, StrategyEffect
+from ctxfold.pipeline.pipeline import Pipeline
+from ctxfold.pipeline.proposals import SummaryCall
+from ctxfold.pipeline.rules import Rules
+from ctxfold.pipeline.view import WorkingView
+from ctxfold.session.snapshot import Snapshot
+
+Callback = Callable[[CompactionContext], Any]
+"""An `on_compact(ctx)` callback: a plain function, or an `async def` one."""
+
+
+@dataclass(frozen=True)
+class CallbackCall:
+    """Run the application's `on_compact` callback over `view`, recording into `ledger`.
+
+    The driver builds the `CompactionContext` (it knows how to fetch summaries) and sends nothing
+    meaningful back; what the callback did is in the view and the ledger."""
+
+    callback: Callback
+    view: WorkingView
+    ledger: Ledger
+    session_id: str | None
+
+
+Step = SummaryCall | CallbackCall
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a run needs besides the snapshot; built by `Compactor` per run."""
+
+    pipeline: Pipeline
+    rules: Rules
+    target: int
+    """Tokens to get down to, as the provider counts (scaled into counter units per snapshot)."""
+    reason: Reason
+    on_compact: Callback | None = None
+    raise_failures: bool = False
+    """True for a manual compact: what a summarizer or callback raised is raised, and nothing
+    lands (`auto-trigger-isolates-failures`)."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What one run planned: the edits (numbered after `base_seq`) and what happened."""
+
+    edits: tuple[Compaction | Mask, ...]
+    base_seq: int
+    session_id: str | None
+    reason: Reason
+    tokens_before: int
+    tokens_after: int
+    target: int
+    pinned_tokens: int
+    effects: tuple[StrategyEffect, ...]
+    ledger: Ledger
+    failed: bool
+
+    @property
+    def outcome(self) -> Outcome:
+        """How the run ended, when nothing is landed yet: "landed" stands for "has edits"."""
+        if self.edits:
+            return "landed"
+        if self.failed:
+            return "failed"
+        return "within-target" if self.tokens_before <= self.target else "declined"
+
+    def report(
+        self,
+        duration_s: float,
+        *,
+        stored: Sequence[Event] = (),
+        outcome: Outcome | None = None,
+        error: str | None = None,
+    ) -> CompactionReport:
+        """The report of this run: landed as `stored`, or ended with `outcome`."""
+        ledger = self.ledger
+        landed = bool(stored)
+        tokens_after = self.tokens_after if landed else self.tokens_before
+        if error is None and ledger.errors:
+            error = ledger.errors[0]
+        return CompactionReport(
+            session_id=self.session_id,
+            reason=self.reason,
+            tokens_before=self.tokens_before,
+            tokens_after=tokens_after,
+            target=self.target,
+            fits=tokens_after <= self.target,
+            pinned_tokens=self.pinned_tokens,
+            strategies=self.effects,
+            summarizer_calls=ledger.summarizer_calls,
+            summarizer_input_tokens=ledger.summarizer_input_tokens,
+            summarizer_output_tokens=ledger.summarizer_output_tokens,
+            summarizer_model=ledger.summarizer_model,
+            stretch_tokens=ledger.stretch_tokens,
+            identifiers_kept=ledger.identifiers_kept,
+            identifiers_left_out=ledger.identifiers_left_out,
+            left_out=tuple(ledger.left_out),
+            summaries=tuple(ledger.summaries),
+            notes=tuple(ledger.notes),
+            duration_s=duration_s,
+            outcome="landed" if landed else (outcome or self.outcome),
+            error=error,
+            events=tuple(stored),
+        )
+
+
+def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Planned]:
+    """Plan a compaction of `snapshot` toward `settings.target`; see the module docstring."""
+    view = WorkingView(snapshot, snapshot.scaled(settings.target), settings.rules)
+    ledger = Ledger()
+    tokens_before = view.total
+    reason = settings.reason
+    failed = False
+    if settings.on_compact is not None:
+        try:
+            yield CallbackCall(settings.on_compact, view, ledger, snapshot.session_id)
+        except Exception as exc:
+            # `auto-trigger-isolates-failures`: a manual compact raises it; the automatic
+            # trigger reports it, and nothing the callback did lands.
+            if settings.raise_failures:
+                raise
+            ledger.raised(exc)
+            failed = True
+        if view.edits and not failed:
+            reason = "callback"
+            ledger.effects.append(
+                StrategyEffect("callback", tokens_before, view.total, len(view.edits))
+            )
+    if not failed and not view.fits:
+        yield from settings.pipeline.plan(view, ledger)
+        if ledger.failure is not None:
+            if settings.raise_failures:
+                raise ledger.failure
+            failed = not view.edits
+    return Planned(
+        edits=() if failed else tuple(view.edits),
+        base_seq=snapshot.base_seq,
+        session_id=snapshot.session_id,
+        reason=reason,
+        tokens_before=tokens_before,
+        tokens_after=view.total,
+        target=view.target,
+        pinned_tokens=view.pinned_tokens(),
+        effects=tuple(ledger.effects),
+        ledger=ledger,
+        failed=failed,
+    )

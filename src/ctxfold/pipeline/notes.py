@@ -1,0 +1,45 @@
+"""The note that stands where dropped history stood: how much went, and how to recall it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfold.messages import Message
+from ctxfold.messages.structure import Structure
+from ctxfold.pipeline.rules import SummaryRole
+from ctxfold.session.projection import Item
+
+NOTE_MARK = "[ctxfold: earlier history dropped"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note for a dropped stretch: its `message`, how many items it stands for (`dropped`) and
+    how many user turns began in it (`turns`)."""
+
+    message: Message
+    dropped: int
+    turns: int
+
+
+def note_for(
+    items: Sequence[Item], structure: Structure, start: int, end: int, role: SummaryRole
+) -> Note:
+    """The note that stands for `items[start:end]` once they are dropped; `structure` is the
+    structure of all of `items`."""
+    dropped = items[start:end]
+    turns = sum(1 for t in structure.turns if start <= t.start < end and t.user is not None)
+    low, high = dropped[0].span[0], dropped[-1].span[1]
+    return Note(Message(role, _note_text(len(dropped), turns, low, high)), len(dropped), turns)
+
+
+def _note_text(items: int, turns: int, first_seq: int, last_seq: int) -> str:
+    what = f"{items} message{'s' if items != 1 else ''}"
+    if turns:
+        what += f" spanning {turns} user turn{'s' if turns != 1 else ''}"
+    return (
+        f"{NOTE_MARK}: {what} (log items {first_seq}–{last_seq}) were removed to fit the "
+        "context window. The originals are kept in the session log; recall them from there if "
+        "their exact text matters.]"
+    )

@@ -1,0 +1,113 @@
+"""The pipeline: strategies in order, cheapest first, and the default ladder.
+
+The pipeline runs each strategy's generator. It passes `SummaryCall`s up to the driver (so the
+whole compaction is one generator, and only the drivers know whether a summarizer is called or
+awaited), applies the edits strategies propose to the view, keeps the accounts in a `Ledger`,
+and stops as soon as the view fits.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from ctxfold.errors import ConfigurationError
+from ctxfold.pipeline.clear import ClearToolResults
+from ctxfold.pipeline.ledger import Ledger, StrategyEffect
+from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
+from ctxfold.pipeline.strategy import Strategy
+from ctxfold.pipeline.summarize import Summarize
+from ctxfold.pipeline.view import WorkingView
+from ctxfold.pipeline.window import SlidingWindow
+from ctxfold.protocols import Summarizer
+from ctxfold.summarizers._request import SummaryResult
+
+Plan = Generator[SummaryCall, "SummaryResult | None", Ledger]
+
+
+class Pipeline:
+    """Strategies in order, cheapest first; stops as soon as the view fits.
+
+    >>> reference = Pipeline([ClearToolResults(), SlidingWindow(), Summarize()])
+    >>> [s.name for s in reference.strategies]
+    ['clear_tool_results', 'sliding_window', 'summarize']
+    """
+
+    def __init__(self, strategies: Sequence[Strategy]) -> None:
+        for strategy in strategies:
+            if not callable(getattr(strategy, "run", None)) or not getattr(strategy, "name", ""):
+                raise ConfigurationError(
+                    f"{strategy!r} is not a Strategy: it needs a name and run(view)"
+                )
+        self.strategies = tuple(strategies)
+
+    @classmethod
+    def default(cls, summarizer: Summarizer | None = None) -> Pipeline:
+        """ClearToolResults → Summarize → ClearToolResults(keep_tail=False) → SlidingWindow:
+        free first, the summarizer next, then clearing recent output too, and dropping turns
+        only when nothing else reached the target."""
+        return cls(
+            [
+                ClearToolResults(),
+                Summarize(summarizer),
+                ClearToolResults(keep_tail=False),
+                SlidingWindow(),
+            ]
+        )
+
+    def plan(self, view: WorkingView, ledger: Ledger | None = None) -> Plan:
+        """Run the strategies over `view`, recording what happened in `ledger` (a new one when
+        None), which it returns; a generator of `SummaryCall`s (see the module docstring)."""
+        ledger = ledger if ledger is not None else Ledger()
+        for strategy in self.strategies:
+            if view.fits:
+                # `under-target-no-op`, `cheapest-first`: once it fits, nothing more runs
+                break
+            before, edits = view.total, len(view.edits)
+            stopped = yield from _run(strategy, view, ledger)
+            if stopped:
+                ledger.notes.append(f"{strategy.name} stopped: {stopped}")
+            if len(view.edits) > edits:
+                ledger.effects.append(
+                    StrategyEffect(strategy.name, before, view.total, len(view.edits) - edits)
+                )
+        return ledger
+
+
+def _run(
+    strategy: Strategy, view: WorkingView, ledger: Ledger
+) -> Generator[SummaryCall, SummaryResult | None, str | None]:
+    """Drive one strategy: pass its summary calls up, apply its edits; return its stop reason."""
+    flow = strategy.run(view)
+    if not inspect.isgenerator(flow):
+        raise ConfigurationError(
+            f"strategy {strategy.name!r}: run(view) must be a generator of proposals"
+        )
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = flow.throw(error) if error is not None else flow.send(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        error = None
+        if isinstance(step, SummaryCall):
+            try:
+                answer = yield step
+            except Exception as exc:  # the strategy judges it; the ledger keeps it
+                ledger.raised(exc)
+                error = exc
+                continue
+            ledger.answered(step.request, answer)
+        elif isinstance(step, (Replace, MaskResults)):
+            replaced = view.items[step.start : step.end] if isinstance(step, Replace) else []
+            answer = view.apply(step, strategy.name)
+            if answer:
+                ledger.applied(step, replaced, view)
+        else:
+            flow.close()
+            raise ConfigurationError(
+                f"strategy {strategy.name!r} yielded {step!r}; it may yield a SummaryCall, "
+                "a Replace or a MaskResults"
+            )

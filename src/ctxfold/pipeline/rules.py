@@ -1,0 +1,34 @@
+"""What a run may give up and how it writes: the configuration every strategy reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxfold.protocols import TokenCounter
+
+SummaryRole = Literal["user", "assistant", "system"]
+"""The role summaries and notes are projected with."""
+
+SUMMARY_ROLES: frozenset[str] = frozenset({"user", "assistant", "system"})
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The configuration of one run, the same for every strategy in it.
+
+    - `counter`: counts new messages and summary text, in tokens.
+    - `keep_steps`: the newest steps no strategy touches (default 1).
+    - `keep_recent_tokens`: tokens at the end kept verbatim, widened to a safe cut point
+      (default 0).
+    - `summary_role`: the role summaries and notes are written with (default "user").
+    - `redact(text) -> text`: applied to every summary before it is stored
+      (`summaries-redacted`).
+    """
+
+    counter: TokenCounter
+    keep_steps: int = 1
+    keep_recent_tokens: int = 0
+    summary_role: SummaryRole = "user"
+    redact: Callable[[str], str] | None = None

@@ -1,0 +1,317 @@
+"""The projection: the fold that turns a session's log into the messages the model is sent.
+
+Message events add items in seq order; a compaction replaces a contiguous run of items with one
+message where the run stood; a mask replaces the content of tool results in place; a retraction
+takes the newest item (or newest whole step) back out; a reset empties the projection. Pins and
+unpins change which items the application protects. Every other event type is ignored here
+(usage reports and overflows are read by the session).
+
+An item's id is the seq of the event that put it there. Items also carry a position key (the seq
+of the first original message they stand for), which keeps the list sorted, so finding an item is
+a binary search and applying an event costs O(log n) plus a list splice.
+
+`check` validates an event against the current projection before it is written (the rules of
+`invalid-edit-refused`, and pins); `apply` folds a stored event in. Neither does I/O. `apply`
+holds every log to the structural rules but not to pins, so a log written before compactions
+were checked against pins still reads (`old-logs-read`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxfold.errors import InvalidHistoryError
+from ctxfold.events import (
+    COMPACTION,
+    MASK,
+    MESSAGE,
+    OVERFLOW,
+    PIN,
+    RESET,
+    RETRACTION,
+    UNPIN,
+    USAGE,
+    Compaction,
+    Event,
+    Mask,
+    NewEvent,
+    Overflow,
+    Pin,
+    Retraction,
+    Unpin,
+    Usage,
+)
+from ctxfold.messages import Message
+from ctxfold.messages.structure import analyze
+
+ItemKind = Literal["message", "summary", "note"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One projected message and where it came from."""
+
+    id: int
+    """The seq of the event that put this message in the projection."""
+    message: Message
+    kind: ItemKind = "message"
+    """"message" for an original, "summary" or "note" for what a compaction put in place."""
+    key: int = 0
+    """Position key: the seq of the first original this item stands for."""
+    covers: tuple[int, int] | None = None
+    """For a compaction item: the first and last original seqs it replaced (for recall)."""
+
+    @property
+    def synthetic(self) -> bool:
+        return self.kind != "message"
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The first and last original seqs this item stands for: its own id for an original,
+        the range it replaced for a summary or a note."""
+        return self.covers if self.covers is not None else (self.id, self.id)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one applied event did, for incremental bookkeeping (token tallies)."""
+
+    removed: tuple[Item, ...] = ()
+    added: tuple[Item, ...] = ()
+    edit: bool = False
+    """True when items already projected changed: a provider-usage anchor no longer holds."""
+
+
+@dataclass
+class Projection:
+    """The current projection of one session, updated event by event."""
+
+    last_seq: int = 0
+    _items: list[Item] = field(default_factory=list)
+    _keys: list[int] = field(default_factory=list)
+    _key_of: dict[int, int] = field(default_factory=dict)
+    _pins: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of_items(cls, items: Sequence[Item], last_seq: int) -> Projection:
+        """A projection that holds `items` as of seq `last_seq` (their keys must ascend)."""
+        return cls(
+            last_seq,
+            list(items),
+            [item.key for item in items],
+            {item.id: item.key for item in items},
+        )
+
+    def copy(self) -> Projection:
+        """An independent copy, to check a batch against without touching this one."""
+        return Projection(
+            self.last_seq, list(self._items), list(self._keys), dict(self._key_of), set(self._pins)
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def items(self) -> Sequence[Item]:
+        return self._items
+
+    def messages(self) -> list[Message]:
+        return [item.message for item in self._items]
+
+    def synthetic(self) -> frozenset[int]:
+        return frozenset(i for i, item in enumerate(self._items) if item.synthetic)
+
+    @property
+    def pinned(self) -> frozenset[int]:
+        """Ids of the items the application pinned that are still projected."""
+        return frozenset(i for i in self._pins if self.position(i) is not None)
+
+    def position(self, item_id: int) -> int | None:
+        """Index of the item with this id in the current projection, or None."""
+        key = self._key_of.get(item_id)
+        if key is None:
+            return None
+        index = bisect.bisect_left(self._keys, key)
+        if index < len(self._items) and self._items[index].id == item_id:
+            return index
+        return None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # -- validating ------------------------------------------------------------------------
+    def check(self, event: NewEvent | Event) -> None:
+        """Raise `InvalidHistoryError` if appending `event` now would make an invalid history,
+        or touch what the application pinned; `InvalidInputError` if its data cannot be read."""
+        if event.type == MESSAGE:
+            Message.from_dict(event.data.get("message") or {})
+        elif event.type == COMPACTION:
+            compaction = Compaction.from_data(event.data)
+            start, end = self._run_of(compaction)
+            replacement = compaction.message
+            if replacement.role == "tool" or replacement.tool_calls:
+                raise InvalidHistoryError(
+                    "a compaction must put a plain message in place, not a tool call or result"
+                )
+            what = f"compaction of items {compaction.first}..{compaction.last}"
+            self._refuse_pinned(range(start, end + 1), what)
+        elif event.type == MASK:
+            targets = self._mask_targets(Mask.from_data(event.data))
+            self._refuse_pinned([index for index, _ in targets], "mask")
+        elif event.type == RETRACTION:
+            self._retracted(Retraction.from_data(event.data))
+        elif event.type in (PIN, UNPIN):
+            ids = (Pin if event.type == PIN else Unpin).from_data(event.data).ids
+            for item_id in ids:
+                if self.position(item_id) is None:
+                    raise InvalidHistoryError(
+                        f"item {item_id!r} is not in the current projection; only projected "
+                        f"items can be {event.type}ned"
+                    )
+        elif event.type == USAGE:
+            Usage.from_data(event.data)
+        elif event.type == OVERFLOW:
+            Overflow.from_data(event.data)
+
+    def _refuse_pinned(self, indices: Iterable[int], what: str) -> None:
+        for index in indices:
+            item_id = self._items[index].id
+            if item_id in self._pins:
+                raise InvalidHistoryError(
+                    f"{what} would touch item {item_id}, which the application pinned; "
+                    "unpin it first, or leave it out"
+                )
+
+    def _run_of(self, compaction: Compaction) -> tuple[int, int]:
+        first, last = compaction.first, compaction.last
+        start, end = self.position(first), self.position(last)
+        if start is None or end is None:
+            missing = first if start is None else last
+            raise InvalidHistoryError(
+                f"item {missing} is not in the current projection (already replaced, or never "
+                "there); a compaction may only name items the model currently sees"
+            )
+        if end < start:
+            raise InvalidHistoryError(
+                f"compaction range is reversed: item {first} comes after {last}"
+            )
+        replaced = compaction.replaced
+        if replaced is not None and list(replaced) != [i.id for i in self._items[start : end + 1]]:
+            raise InvalidHistoryError(
+                f"compaction of items {first}..{last} is not contiguous in the current projection"
+            )
+        structure = analyze(self.messages(), self.synthetic())
+        if start < structure.system_end:
+            raise InvalidHistoryError("the system block is never compacted")
+        if start not in structure.cuts or end + 1 not in structure.cuts:
+            bad = start if start not in structure.cuts else end + 1
+            raise InvalidHistoryError(
+                f"compaction of items {first}..{last} would split a tool call from its result "
+                f"(position {bad} is not a safe cut point)"
+            )
+        for index in structure.pending:
+            if start <= index <= end:
+                raise InvalidHistoryError(
+                    f"compaction of items {first}..{last} would drop a call that is still pending"
+                )
+        return start, end
+
+    def _mask_targets(self, mask: Mask) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        for entry in mask.items:
+            index = self.position(entry.id)
+            if index is None:
+                raise InvalidHistoryError(f"mask names item {entry.id!r}, which is not projected")
+            if self._items[index].message.role != "tool":
+                raise InvalidHistoryError(f"mask names item {entry.id}, which is not a tool result")
+            out.append((index, entry.content))
+        return out
+
+    def _retracted(self, retraction: Retraction) -> int:
+        """Where the retracted stretch starts; it runs to the end of the projection."""
+        index = self.position(retraction.id)
+        if index is None:
+            raise InvalidHistoryError(
+                f"item {retraction.id} is not in the current projection (compacted, retracted "
+                "or never there); only a projected item can be retracted"
+            )
+        newest = len(self._items) - 1
+        if index == newest:
+            return index
+        message = self._items[index].message
+        if message.role == "assistant" and message.tool_calls:
+            unit = analyze(self.messages(), self.synthetic()).unit_at(index)
+            if unit.start == index and unit.end == len(self._items):
+                return index  # the newest step, with its results
+        raise InvalidHistoryError(
+            f"item {retraction.id} is neither the newest item ({self._items[newest].id}) nor the "
+            "start of the newest step; retracting it would leave an invalid history"
+        )
+
+    # -- folding ---------------------------------------------------------------------------
+    def apply(self, event: Event) -> Change:
+        """Fold one stored event in. Events must come in seq order."""
+        if event.seq <= self.last_seq:
+            raise InvalidHistoryError(
+                f"event {event.seq} arrived after {self.last_seq}; events fold in seq order"
+            )
+        self.last_seq = event.seq
+        if event.type == MESSAGE:
+            item = Item(event.seq, event.message, "message", event.seq)
+            self._items.append(item)
+            self._keys.append(item.key)
+            self._key_of[item.id] = item.key
+            return Change(added=(item,))
+        if event.type == COMPACTION:
+            return self._compact(event.seq, Compaction.from_data(event.data))
+        if event.type == MASK:
+            return self._mask(Mask.from_data(event.data))
+        if event.type == RETRACTION:
+            retraction = Retraction.from_data(event.data)
+            return self._remove_from(self._retracted(retraction))
+        if event.type == RESET:
+            self._pins.clear()
+            return self._remove_from(0)
+        if event.type == PIN:
+            self._pins.update(Pin.from_data(event.data).ids)
+        elif event.type == UNPIN:
+            self._pins.difference_update(Unpin.from_data(event.data).ids)
+        return Change()
+
+    def _compact(self, seq: int, compaction: Compaction) -> Change:
+        start, end = self._run_of(compaction)
+        removed = tuple(self._items[start : end + 1])
+        covers = (removed[0].span[0], removed[-1].span[1])
+        item = Item(seq, compaction.message, compaction.kind, removed[0].key, covers)
+        self._items[start : end + 1] = [item]
+        self._keys[start : end + 1] = [item.key]
+        for gone in removed:
+            del self._key_of[gone.id]
+        self._key_of[item.id] = item.key
+        return Change(removed=removed, added=(item,), edit=True)
+
+    def _mask(self, mask: Mask) -> Change:
+        removed: list[Item] = []
+        added: list[Item] = []
+        for index, content in self._mask_targets(mask):
+            old = self._items[index]
+            # Provider fields stay (an Anthropic is_error, say); the adapters write kept
+            # content parts back only while they still match the text.
+            new = Item(old.id, old.message.replace(content=content), old.kind, old.key)
+            self._items[index] = new
+            removed.append(old)
+            added.append(new)
+        return Change(tuple(removed), tuple(added), edit=True)
+
+    def _remove_from(self, start: int) -> Change:
+        removed = tuple(self._items[start:])
+        del self._items[start:]
+        del self._keys[start:]
+        for gone in removed:
+            del self._key_of[gone.id]
+            self._pins.discard(gone.id)
+        return Change(removed=removed, edit=bool(removed))
+
+    def extend(self, events: Iterable[Event]) -> list[Change]:
+        return [self.apply(event) for event in events]
