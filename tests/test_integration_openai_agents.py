@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from ctxfold import InvalidInputError, MemoryStore
+from ctxfold import InvalidInputError, MemoryStore, SQLiteStore
 from ctxfold.integrations import _agents_items as conv
 from ctxfold.integrations.openai_agents import CtxfoldSession
 from ctxfold.protocols import EventStore
@@ -303,3 +304,78 @@ async def test_a_second_overflow_reaches_the_caller() -> None:
     model.overflows = 2
     with pytest.raises(Overflow):
         await run_tasks(3, 1, session=session, model=wrapped, config=config)
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_pop_item_appends_a_retraction_and_deletes_nothing(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """`pop_item` returns the newest item; `get_items` and the model's view lose it, the log
+    keeps it, and a new process sees the same."""
+    session = CtxfoldSession("pop", store=reopen())
+    first = [{"role": "user", "content": "read a.py"}]
+    step = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+    ]
+    await session.add_items(first)
+    await session.add_items(step)
+    assert await session.pop_item() == step[1]
+    assert await session.get_items() == [*first, step[0]]
+    assert session.projected_items() == [*first, step[0]]
+    assert await session.pop_item() == step[0]
+    assert await session.pop_item() == first[0]
+    assert await session.pop_item() is None
+    kinds = [e.type for e in session.session.events()]
+    assert kinds == ["message", "message", "retraction", "message", "retraction", "retraction"]
+    await session.add_items([{"role": "user", "content": "again"}])
+    reopened = CtxfoldSession("pop", store=reopen())
+    assert await reopened.get_items() == [{"role": "user", "content": "again"}]
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_clear_session_appends_a_reset_and_the_log_keeps_everything(
+    reopen: Callable[[], EventStore],
+) -> None:
+    session = CtxfoldSession("clear", store=reopen())
+    await session.add_items([{"role": "user", "content": "old"}])
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert session.projected_items() == []
+    await session.add_items([{"role": "user", "content": "new"}])
+    reopened = CtxfoldSession("clear", store=reopen())
+    assert await reopened.get_items() == [{"role": "user", "content": "new"}]
+    assert [e.type for e in reopened.session.events()] == ["message", "reset", "message"]
+
+
+async def test_the_runner_continues_after_a_cleared_session() -> None:
+    """After `clear_session` the next run starts from nothing, and only its items are kept."""
+    model = ScriptedModel()
+    session = CtxfoldSession("runner-clear", store=MemoryStore(), compactor=compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    await run_tasks(0, 1, session=session, model=model, config=config)
+    await session.clear_session()
+    await run_tasks(1, 1, session=session, model=model, config=config)
+    items = await session.get_items()
+    assert items[0] == {"content": "task 1: fix module 1", "role": "user"}
+    assert len(items) == 2 + 2 * CALLS_PER_TASK
+    assert model.requests[CALLS_PER_TASK + 1][1][0]["content"] == "task 1: fix module 1"
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_the_cli_log_shows_the_retraction_and_the_reset(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxfold.cli import cli
+
+    path = tmp_path / "agent.db"
+    store = SQLiteStore(str(path))
+    session = CtxfoldSession("shown", store=store)
+    await session.add_items([{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}])
+    await session.pop_item()
+    await session.clear_session()
+    store.close()
+    result = CliRunner().invoke(cli, ["sessions", "log", "shown", "-d", f"sqlite:///{path}"])
+    assert result.exit_code == 0, result.output
+    kinds = [line.split()[1] for line in result.output.splitlines() if line.strip()]
+    assert kinds == ["message", "message", "retraction", "reset"]

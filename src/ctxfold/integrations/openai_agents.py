@@ -21,13 +21,25 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import MissingDependencyError
-from ctxfold.events import MESSAGE, Event
+from ctxfold.events import (
+    COMPACTION,
+    MESSAGE,
+    RESET,
+    RETRACTION,
+    Compaction,
+    Event,
+    NewEvent,
+    Reset,
+    Retraction,
+)
 from ctxfold.integrations import _agents_items as conv
 from ctxfold.integrations._common import check_recall, make_compactor, open_session
+from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
 from ctxfold.session import Session
 
@@ -92,6 +104,7 @@ class CtxfoldSession:
         self._stored = _StoredItems()
         self._views: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         self._tail: list[Any] = []
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"CtxfoldSession({self.session_id!r})"
@@ -108,19 +121,22 @@ class CtxfoldSession:
     async def add_items(self, items: list[Any]) -> None:
         """Append the items to the log, in one atomic append. An item that cannot be carried is
         refused with `InvalidInputError` naming it, and nothing is written."""
-        if not items:
-            return
-        start = len(await asyncio.to_thread(self._refreshed))
-        messages = conv.items_to_messages(items, first_index=start)
-        await asyncio.to_thread(self.session.append, messages)
+        if items:
+            await asyncio.to_thread(self._add, items)
 
     async def pop_item(self) -> Any:
-        """Retract the newest item and return it (None when the session holds none)."""
-        raise NotImplementedError  # replaced once the retraction event lands
+        """Take the newest item back and return it (None when the session holds none).
+
+        Nothing is deleted: a retraction event takes the newest logged message out of the
+        projection, and when that message carried several items (a reasoning item and a call,
+        say) the ones before the popped item are appended again in the same atomic append.
+        Raises `InvalidHistoryError` when the newest item has been compacted already."""
+        return await asyncio.to_thread(self._pop)
 
     async def clear_session(self) -> None:
-        """Start the session afresh; the old items stay in the log."""
-        raise NotImplementedError  # replaced once the reset event lands
+        """Start the session afresh: a reset event empties the projection and `get_items`; the
+        old items stay in the log (``ctxfold sessions log`` shows them)."""
+        await asyncio.to_thread(self.session.append, NewEvent.of(Reset()))
 
     # -- the model's view ------------------------------------------------------------------
     async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
@@ -177,8 +193,27 @@ class CtxfoldSession:
 
     # -- internals -------------------------------------------------------------------------
     def _refreshed(self) -> list[dict[str, Any]]:
-        self._stored.fold(self.session.events(after=self._stored.last_seq))
-        return self._stored.items
+        with self._lock:
+            self._stored.fold(self.session.events(after=self._stored.last_seq))
+            return self._stored.items
+
+    def _add(self, items: Sequence[Any]) -> None:
+        with self._lock:
+            start = len(self._refreshed())
+            self.session.append(conv.items_to_messages(items, first_index=start))
+
+    def _pop(self) -> Any:
+        with self._lock:
+            stored = self._refreshed()
+            if not stored:
+                return None
+            seq, count = self._stored.counts[-1]
+            kept = stored[len(stored) - count : -1]
+            batch: list[Message | NewEvent] = [NewEvent.of(Retraction(seq))]
+            batch.extend(conv.items_to_messages(kept))
+            popped = copy.deepcopy(stored[-1])
+            self.session.append(batch)
+            return popped
 
     def _unstored_tail(self, given: Sequence[Any]) -> list[Any]:
         """The items at the end of the model input that the log does not hold yet (usually
@@ -203,13 +238,16 @@ class CtxfoldSession:
 
 
 class _StoredItems:
-    """The items the log holds, in order, folded event by event."""
+    """The items the log holds, in order, folded event by event: messages add their items; a
+    retraction takes back the newest ones, as the projection does; a reset empties the list."""
 
     def __init__(self) -> None:
         self.last_seq = 0
         self.items: list[dict[str, Any]] = []
         self.counts: list[tuple[int, int]] = []
         """(seq, number of items) per message event still standing."""
+        self._start: dict[int, int] = {}
+        """The first original seq each compaction stands for, to retract a summary by."""
 
     def fold(self, events: Sequence[Event]) -> None:
         for event in events:
@@ -218,6 +256,22 @@ class _StoredItems:
                 raw = conv.raw_items(event.message)
                 self.items.extend(raw)
                 self.counts.append((event.seq, len(raw)))
+            elif event.type == COMPACTION:
+                compaction = Compaction.from_data(event.data)
+                first = compaction.covers[0] if compaction.covers else compaction.first
+                self._start[event.seq] = self._start.get(first, first)
+            elif event.type == RETRACTION:
+                retracted = Retraction.from_data(event.data).id
+                self._drop_from(self._start.get(retracted, retracted))
+            elif event.type == RESET:
+                self._drop_from(0)
+
+    def _drop_from(self, seq: int) -> None:
+        # A retraction takes the newest item, or the newest step with its results: everything
+        # from that seq on leaves.
+        while self.counts and self.counts[-1][0] >= seq:
+            _, count = self.counts.pop()
+            del self.items[len(self.items) - count :]
 
 
 def _as_dict(item: Any) -> Mapping[str, Any]:
