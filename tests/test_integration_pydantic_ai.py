@@ -308,3 +308,18 @@ async def test_an_overflow_is_recovered_and_retried_once() -> None:
     script.overflows = 2
     with pytest.raises(Overflow):
         await run_tasks(agent, 6, 1, history)
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+async def test_a_history_that_does_not_continue_the_log_is_refused() -> None:
+    """Messages are matched to the log by position, so a run given an older or different
+    history for the same conversation id is refused with an error, and nothing is written."""
+    script = Script()
+    capability = CtxfoldCapability(store=MemoryStore(), compactor=compactor())
+    agent = make_agent(script, capability)
+    history = await run_tasks(agent, 0, 1, [])
+    before = len(capability.session("pa").events())
+    with pytest.raises(InvalidInputError, match="does not continue what ctxfold logged"):
+        await run_tasks(agent, 1, 1, [])
+    assert len(capability.session("pa").events()) == before
+    await run_tasks(agent, 1, 1, history)

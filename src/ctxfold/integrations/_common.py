@@ -71,6 +71,11 @@ def with_source(message: Message, source: Any) -> Message:
     return message.replace(extra={**message.extra, KEY: {"source": source}})
 
 
+def plain_extra(message: Message) -> dict[str, Any]:
+    """`message.extra` without the integration's own bookkeeping."""
+    return {k: v for k, v in message.extra.items() if k != KEY}
+
+
 def source_of(message: Message) -> Any:
     """The framework key recorded with `message`, or None (a summary, a note)."""
     kept = message.extra.get(KEY)
@@ -87,6 +92,8 @@ class SourceIndex:
     def __init__(self) -> None:
         self.last_seq = 0
         self.seq_of: dict[Any, int] = {}
+        self.newest: Message | None = None
+        """The most recently logged message that has a framework key."""
 
     def refresh(self, session: Session) -> None:
         self.fold(session.events(after=self.last_seq))
@@ -95,9 +102,11 @@ class SourceIndex:
         for event in events:
             self.last_seq = event.seq
             if event.type == MESSAGE:
-                source = source_of(event.message)
+                message = event.message
+                source = source_of(message)
                 if source is not None:
                     self.seq_of[_hashable(source)] = event.seq
+                    self.newest = message
 
     def __contains__(self, source: Any) -> bool:
         return _hashable(source) in self.seq_of
@@ -153,6 +162,7 @@ __all__ = [
     "default_store",
     "make_compactor",
     "open_session",
+    "plain_extra",
     "source_of",
     "with_source",
 ]

@@ -22,12 +22,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import MissingDependencyError
+from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
     SourceIndex,
     check_recall,
     make_compactor,
     open_session,
+    plain_extra,
+    source_of,
     with_source,
 )
 from ctxfold.messages import Message
@@ -189,6 +191,7 @@ class _Conversation:
         """Append the messages of `history` the log does not hold yet, in one atomic append."""
         with self._lock:
             self.index.refresh(self.session)
+            self._check_continues(history)
             new: list[Message] = []
             for position, message in enumerate(history):
                 if ["m", position, 0] in self.index:
@@ -197,6 +200,24 @@ class _Conversation:
                     new.append(with_source(converted, ["m", position, part]))
             if new:
                 self.index.fold(self.session.append(new))
+
+    def _check_continues(self, history: Sequence[Any]) -> None:
+        """Refuse a history that does not continue the log: positions are the mapping, so a
+        history that is shorter, or differs at the newest logged message, would be misread."""
+        newest = self.index.newest
+        if newest is None:
+            return
+        _, position, part = source_of(newest)
+        if position < len(history):
+            given = conv.to_messages(history[position], index=position)
+            if part < len(given) and given[part].extra == plain_extra(newest):
+                return
+        raise InvalidInputError(
+            f"conversation {self.session.id!r}: the message history passed ({len(history)} "
+            f"messages) does not continue what ctxfold logged for it (message {position} "
+            "differs or is missing); pass the last run's result.all_messages() as "
+            "message_history, or start a new conversation_id"
+        )
 
     def projection(self) -> list[ModelMessage]:
         """The projection as pydantic-ai messages, split requests regrouped."""
