@@ -1,0 +1,238 @@
+"""OpenAI Agents SDK items (Responses API input items) to ctxfold messages and back, losslessly.
+
+The rules:
+
+- a run of assistant-side items (reasoning, assistant messages, tool calls, hosted tool calls and
+  any item type ctxfold does not know) becomes one assistant `Message`; the raw items ride in
+  ``extra["agents"]["items"]``, so reasoning is kept but never shown to a summarizer as text;
+- a tool output (``function_call_output`` and the other ``*_call_output`` items that answer a
+  call) becomes a tool message answering the call's ``call_id``;
+- a user, system or developer message becomes a message of that role.
+
+Going back, a message whose text still matches its raw items gives those items back exactly as
+they came. A tool message whose content a compaction replaced (a cleared result) keeps its item
+with the new ``output``; a summary or note becomes a plain input message.
+
+The message text is what token counts and summarizers read, so an opaque item contributes its
+compact JSON to the text of its group; only reasoning, whose text the model never sees again as
+written, contributes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages._values import Role
+
+NAMESPACE = "agents"
+
+# Call items whose answer always arrives as a separate "<type>_output" item with the same call_id:
+# ctxfold pairs them, so no compaction ever separates a call from its output.
+PAIRED_CALLS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+    }
+)
+OUTPUTS = frozenset(f"{kind}_output" for kind in PAIRED_CALLS)
+_USER_ROLES: dict[str, Role] = {"user": "user", "system": "system", "developer": "system"}
+# Keys that differ between the item the SDK stores and the one it replays to the model.
+_VOLATILE = frozenset({"id", "status", "created_by"})
+
+
+def items_to_messages(items: Sequence[Any], *, first_index: int = 0) -> list[Message]:
+    """Convert a batch of items (as `Session.add_items` receives them) to messages.
+
+    Raises `InvalidInputError` naming the item (its index in the batch plus `first_index`) for a
+    shape that cannot be carried: not a JSON object, no ``type`` or ``role``, a message with an
+    unknown role, a call or output without a ``call_id``.
+    """
+    messages: list[Message] = []
+    group: list[dict[str, Any]] = []
+    for position, raw in enumerate(items):
+        item = _checked(raw, first_index + position)
+        kind = item_kind(item)
+        if kind == "assistant":
+            group.append(item)
+            continue
+        if group:
+            messages.append(_assistant(group))
+            group = []
+        if kind == "output":
+            messages.append(_tool_output(item))
+        else:
+            content = item.get("content")
+            text = content if isinstance(content, str) else _parts_text(content)
+            role = _USER_ROLES[item["role"]]
+            messages.append(Message(role, text, extra={NAMESPACE: {"items": [item]}}))
+    if group:
+        messages.append(_assistant(group))
+    return messages
+
+
+def message_to_items(message: Message) -> list[dict[str, Any]]:
+    """The items a projected message stands for, as the Agents SDK sends them to the model."""
+    kept = raw_items(message)
+    if kept and _text_of(message, kept) == message.content:
+        return [dict(item) for item in kept]
+    if message.role == "tool":
+        base: dict[str, Any] = dict(kept[0]) if kept else {"type": "function_call_output"}
+        base["call_id"] = message.tool_call_id
+        base["output"] = message.text
+        return [base]
+    # A summary or a note (or text a strategy rewrote): a plain input message in its role.
+    return [{"type": "message", "role": message.role, "content": message.text}]
+
+
+def raw_items(message: Message) -> list[dict[str, Any]]:
+    """The raw items kept with a message ([] for a summary or a note)."""
+    kept = message.extra.get(NAMESPACE)
+    items = kept.get("items") if isinstance(kept, Mapping) else None
+    return [cast(dict[str, Any], i) for i in items] if isinstance(items, list) else []
+
+
+def item_kind(item: Mapping[str, Any]) -> str:
+    """ "message" (user, system, developer), "output" (answers a call) or "assistant"."""
+    kind = item.get("type")
+    if kind in OUTPUTS:
+        return "output"
+    if (kind is None or kind == "message") and item.get("role") in _USER_ROLES:
+        return "message"
+    return "assistant"
+
+
+def fingerprint(item: Mapping[str, Any]) -> str:
+    """A key that is equal for an item as stored and as the SDK replays it to the model."""
+    kept = {k: v for k, v in item.items() if k not in _VOLATILE and not k.startswith("_")}
+    if "type" not in kept and "role" in kept:
+        kept["type"] = "message"
+    return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def flatten(messages: Sequence[Message]) -> Iterator[dict[str, Any]]:
+    for message in messages:
+        yield from message_to_items(message)
+
+
+# -- internals -------------------------------------------------------------------------------
+def _checked(raw: Any, index: int) -> dict[str, Any]:
+    where = f"item {index}"
+    if hasattr(raw, "model_dump") and not isinstance(raw, Mapping):
+        raw = raw.model_dump(exclude_unset=True)
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(
+            f"{where} is a {type(raw).__name__}, not an input item (a JSON object): {raw!r:.80}"
+        )
+    item = dict(raw)
+    try:
+        json.dumps(item)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{where} ({item.get('type') or item.get('role')!r}) cannot be stored as JSON: {exc}"
+        ) from exc
+    kind, role = item.get("type"), item.get("role")
+    if not isinstance(kind, str) and not isinstance(role, str):
+        raise InvalidInputError(f"{where} has neither a 'type' nor a 'role': {item!r:.120}")
+    if kind in (None, "message") and role not in (*_USER_ROLES, "assistant"):
+        raise InvalidInputError(
+            f"{where} is a message with role {role!r}; expected user, system, developer or "
+            "assistant"
+        )
+    if (kind in PAIRED_CALLS or kind in OUTPUTS) and not (
+        isinstance(item.get("call_id"), str) and item["call_id"]
+    ):
+        raise InvalidInputError(f"{where} is a {kind!r} item without a call_id: {item!r:.120}")
+    return item
+
+
+def _assistant(items: list[dict[str, Any]]) -> Message:
+    calls = tuple(
+        ToolCall(item["call_id"], _call_name(item), _call_arguments(item))
+        for item in items
+        if item.get("type") in PAIRED_CALLS
+    )
+    text = _group_text(items)
+    return Message(
+        "assistant",
+        text if text or not calls else None,
+        tool_calls=calls,
+        extra={NAMESPACE: {"items": items}},
+    )
+
+
+def _tool_output(item: dict[str, Any]) -> Message:
+    return Message(
+        "tool",
+        _output_text(item),
+        tool_call_id=item["call_id"],
+        extra={NAMESPACE: {"items": [item]}},
+    )
+
+
+def _text_of(message: Message, items: Sequence[Mapping[str, Any]]) -> str | None:
+    """The text `items_to_messages` gives these items, to see whether a message still has it."""
+    if message.role == "tool":
+        return _output_text(items[0])
+    if message.role == "assistant":
+        text = _group_text(items)
+        return text if text or not message.tool_calls else None
+    content = items[0].get("content")
+    return content if isinstance(content, str) else _parts_text(content)
+
+
+def _group_text(items: Sequence[Mapping[str, Any]]) -> str:
+    texts: list[str] = []
+    for item in items:
+        kind = item.get("type")
+        if kind in (None, "message"):
+            content = item.get("content")
+            texts.append(content if isinstance(content, str) else _parts_text(content) or "")
+        elif kind in PAIRED_CALLS or kind == "reasoning":
+            continue
+        else:
+            texts.append(json.dumps(item, sort_keys=True, separators=(",", ":")))
+    return "\n".join(t for t in texts if t)
+
+
+def _output_text(item: Mapping[str, Any]) -> str:
+    output = item.get("output")
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        text = _parts_text(output)
+        if text is not None:
+            return text
+    return json.dumps(output, sort_keys=True, separators=(",", ":"))
+
+
+def _parts_text(parts: Any) -> str | None:
+    if not isinstance(parts, list):
+        return None
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, Mapping):
+            text = part.get("text") or part.get("refusal")
+            if isinstance(text, str):
+                texts.append(text)
+    return "\n".join(texts) if texts else None
+
+
+def _call_name(item: Mapping[str, Any]) -> str:
+    name = item.get("name")
+    return name if isinstance(name, str) and name else str(item["type"])
+
+
+def _call_arguments(item: Mapping[str, Any]) -> str:
+    for key in ("arguments", "input"):
+        if isinstance(item.get(key), str):
+            return cast(str, item[key])
+    rest = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
+    return json.dumps(rest, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,168 @@
+"""What the framework integrations share: opening a session, the ``ctxfold`` key that maps a
+framework's messages to log seqs, and the seam through which recall will be offered as a tool.
+
+Each integration stores the framework's own message (or item) verbatim in the `extra` of the
+`Message` it appends, under the framework's name, and its own bookkeeping under ``"ctxfold"``:
+``extra["ctxfold"]["source"]`` is the key the framework knows that message by (a LangChain
+message id, a pydantic-ai position). Because the key lives in the log, a new process with a new
+store connection rebuilds the mapping by reading the session, and appends nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ctxfold.errors import ConfigurationError, InvalidInputError
+from ctxfold.events import MESSAGE, Event
+from ctxfold.messages import Message
+
+if TYPE_CHECKING:
+    from ctxfold.compactor import Compactor
+    from ctxfold.protocols import EventStore
+    from ctxfold.session import Session
+    from ctxfold.tokens import Budget
+
+KEY = "ctxfold"
+"""The namespace in `Message.extra` that holds an integration's own bookkeeping."""
+
+
+def default_store() -> EventStore:
+    """The store an integration opens when given none: SQLite at the CLI's default path, so
+    ``ctxfold sessions log`` shows what the agent logged."""
+    from ctxfold.storage.sqlite import SQLiteStore, default_sqlite_path
+
+    path = default_sqlite_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(str(path))
+
+
+def open_session(store: EventStore | None, session_id: object, *, what: str) -> Session:
+    """A `Session` over `store` (the default store when None) for a framework's session id.
+
+    `what` names the id in the error ("thread id", "conversation id") when it is not a
+    non-empty string.
+    """
+    from ctxfold.session import Session
+
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidInputError(
+            f"the {what} must be a non-empty string to name a ctxfold session, "
+            f"not {type(session_id).__name__} {session_id!r}"
+        )
+    return Session(store if store is not None else default_store(), session_id)
+
+
+def make_compactor(budget: Budget | None, compactor: Compactor | None) -> Compactor | None:
+    """The compactor an integration uses: the one given, else one over `budget`, else none."""
+    from ctxfold.compactor import Compactor
+
+    if compactor is not None and budget is not None:
+        raise ConfigurationError("pass either budget= or compactor=, not both")
+    if compactor is not None:
+        if not isinstance(compactor, Compactor):
+            raise ConfigurationError(f"compactor must be a ctxfold.Compactor, not {compactor!r}")
+        return compactor
+    return Compactor(budget) if budget is not None else None
+
+
+def with_source(message: Message, source: Any) -> Message:
+    """`message` with its framework key recorded under ``extra["ctxfold"]``."""
+    return message.replace(extra={**message.extra, KEY: {"source": source}})
+
+
+def plain_extra(message: Message) -> dict[str, Any]:
+    """`message.extra` without the integration's own bookkeeping."""
+    return {k: v for k, v in message.extra.items() if k != KEY}
+
+
+def source_of(message: Message) -> Any:
+    """The framework key recorded with `message`, or None (a summary, a note)."""
+    kept = message.extra.get(KEY)
+    return kept.get("source") if isinstance(kept, Mapping) else None
+
+
+class SourceIndex:
+    """Which framework keys the log already holds, folded from the log event by event.
+
+    `refresh(session)` reads only the events after the last one it saw, so keeping the index
+    current costs O(new events), not a rescan of the session.
+    """
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.seq_of: dict[Any, int] = {}
+        self.newest: Message | None = None
+        """The most recently logged message that has a framework key."""
+
+    def refresh(self, session: Session) -> None:
+        self.fold(session.events(after=self.last_seq))
+
+    def fold(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.last_seq = event.seq
+            if event.type == MESSAGE:
+                message = event.message
+                source = source_of(message)
+                if source is not None:
+                    self.seq_of[_hashable(source)] = event.seq
+                    self.newest = message
+
+    def __contains__(self, source: Any) -> bool:
+        return _hashable(source) in self.seq_of
+
+
+def _hashable(source: Any) -> Any:
+    # Keys read back from JSON come as lists where the integration wrote tuples.
+    return tuple(_hashable(s) for s in source) if isinstance(source, (list, tuple)) else source
+
+
+@runtime_checkable
+class RecallTool(Protocol):
+    """The seam through which an integration offers recall to the model as a tool.
+
+    Recall itself (reading back what the projection no longer shows) is not part of the
+    integrations; an object with this shape is. Each integration turns it into that framework's
+    own tool form (a `FunctionTool`, a LangChain `StructuredTool`, a pydantic-ai `Tool`) bound to
+    the conversation's session, and the model calls it like any other tool.
+
+    - `name`, `description`: what the model is told.
+    - `parameters`: the JSON schema of the arguments (an ``"object"`` schema).
+    - `__call__(session, arguments)`: the answer, as text, for one call in that session.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def __call__(self, session: Session, arguments: Mapping[str, Any]) -> str: ...
+
+
+def check_recall(recall: object) -> RecallTool | None:
+    """`recall` if it has the `RecallTool` shape, None for None; anything else is an error."""
+    if recall is None:
+        return None
+    if not isinstance(recall, RecallTool):
+        raise ConfigurationError(
+            f"recall must have name, description, parameters and __call__(session, arguments), "
+            f"not {recall!r}"
+        )
+    if not isinstance(recall.parameters, Mapping) or recall.parameters.get("type") != "object":
+        raise ConfigurationError(
+            f"recall.parameters must be a JSON schema of type 'object', not {recall.parameters!r}"
+        )
+    return recall
+
+
+__all__ = [
+    "KEY",
+    "RecallTool",
+    "SourceIndex",
+    "check_recall",
+    "default_store",
+    "make_compactor",
+    "open_session",
+    "plain_extra",
+    "source_of",
+    "with_source",
+]

@@ -1,0 +1,143 @@
+"""LangChain messages to ctxfold messages and back, losslessly.
+
+Each LangChain message is stored whole, in LangChain's own serialized form
+(``message_to_dict``), under ``extra["langchain"]``: message ids, `ToolMessage.status`,
+`artifact`, `tool_call_id`, content blocks (thinking included), `additional_kwargs` and
+`response_metadata` all come back as they went in. The ctxfold fields (role, text, tool calls)
+are derived from it, so that counts, strategies and summaries read the conversation.
+
+Going back, a message whose text is unchanged is the stored message itself; a tool message whose
+content a compaction cleared keeps everything but the content; a summary or note becomes a plain
+`HumanMessage`, `AIMessage` or `SystemMessage`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages._values import Role
+
+NAMESPACE = "langchain"
+
+_ROLES: dict[str, Role] = {
+    "human": "user",
+    "ai": "assistant",
+    "AIMessageChunk": "assistant",
+    "HumanMessageChunk": "user",
+    "system": "system",
+    "SystemMessageChunk": "system",
+    "tool": "tool",
+    "ToolMessageChunk": "tool",
+}
+_CHAT_ROLES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+
+
+def to_message(message: Any, *, index: int) -> Message:
+    """One LangChain message as a ctxfold `Message` (its serialized form kept in extra).
+
+    Raises `InvalidInputError` naming the message (position and id) when it cannot be carried:
+    not a LangChain message, a type ctxfold cannot give a role, a field that is not JSON
+    (an `artifact` holding an object, say).
+    """
+    where = f"message {index}"
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(
+            f"{where} is a {type(message).__name__}, not a LangChain message: {message!r:.80}"
+        )
+    where += f" ({message.type}, id {message.id!r})"
+    stored = message_to_dict(message)
+    try:
+        json.dumps(stored)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{where} cannot be stored as JSON: {exc}") from exc
+    role = _role(message, where)
+    tool_calls: tuple[ToolCall, ...] = ()
+    if isinstance(message, AIMessage):
+        tool_calls = tuple(
+            ToolCall(str(call["id"]), call["name"], json.dumps(call["args"], sort_keys=True))
+            for call in message.tool_calls
+            if call.get("id")
+        )
+    tool_call_id = getattr(message, "tool_call_id", None) if role == "tool" else None
+    if role == "tool" and not tool_call_id:
+        raise InvalidInputError(f"{where} is a tool message without a tool_call_id")
+    text = str(message.text)
+    return Message(
+        role,
+        text if text or not tool_calls else None,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        name=message.name,
+        extra={NAMESPACE: stored},
+    )
+
+
+def from_message(message: Message) -> AnyMessage:
+    """The LangChain message a projected ctxfold message stands for."""
+    stored = kept(message)
+    if stored is not None:
+        original = cast(AnyMessage, messages_from_dict([dict(stored)])[0])
+        if _text(original, message) == message.content:
+            return original
+        if message.role == "tool":
+            data = dict(stored["data"], content=message.text)
+            return cast(AnyMessage, messages_from_dict([{"type": stored["type"], "data": data}])[0])
+    # A summary or a note (or text a strategy rewrote): a plain message in its role.
+    if message.role == "assistant":
+        return AIMessage(content=message.text)
+    if message.role == "system":
+        return SystemMessage(content=message.text)
+    return HumanMessage(content=message.text)
+
+
+def kept(message: Message) -> Mapping[str, Any] | None:
+    stored = message.extra.get(NAMESPACE)
+    return cast(Mapping[str, Any], stored) if isinstance(stored, Mapping) else None
+
+
+def from_messages(messages: Sequence[Message]) -> list[AnyMessage]:
+    return [from_message(m) for m in messages]
+
+
+def _text(original: BaseMessage, message: Message) -> str | None:
+    text = str(original.text)
+    return text if text or not message.tool_calls else None
+
+
+def _role(message: BaseMessage, where: str) -> Role:
+    if message.type == "chat":
+        role = _CHAT_ROLES.get(str(getattr(message, "role", "")))
+        if role is None:
+            raise InvalidInputError(
+                f"{where} is a chat message with role {getattr(message, 'role', None)!r}; "
+                "expected user, assistant, system or developer"
+            )
+        return role
+    role = _ROLES.get(message.type)
+    if role is None:
+        raise InvalidInputError(
+            f"{where} has type {message.type!r}, which ctxfold cannot carry; expected a human, "
+            "ai, system, tool or chat message"
+        )
+    return role

@@ -1,0 +1,214 @@
+"""pydantic-ai messages to ctxfold messages and back, losslessly.
+
+A `ModelResponse` becomes one assistant `Message`: its text parts are the text, its tool calls
+the calls, and the whole response (thinking, native tool calls and returns, files, provider
+fields) rides in ``extra["pydantic_ai"]``.
+
+A `ModelRequest` is split into messages, one per part that speaks in the conversation: a system
+prompt, a user prompt, a tool return (answering its call), retry feedback. `RetryPromptPart`
+becomes a tool message when it answers a tool call and a user message when it does not. Parts
+that only carry settings (deltas, instruction baselines, compactions) ride along with the next
+speaking part of the same request. Each message keeps the request's own fields and its parts,
+so consecutive messages from one request are regrouped into that request on the way back.
+
+A tool message whose content a compaction cleared gets the placeholder as the content of its
+part; a summary or note becomes a request with one user (or system) prompt part, or a response
+with one text part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    UserPromptPart,
+)
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages import Message, ToolCall
+from ctxfold.messages._values import Role
+
+NAMESPACE = "pydantic_ai"
+
+SPEAKING = frozenset(
+    {
+        "system-prompt",
+        "user-prompt",
+        "tool-return",
+        "retry-prompt",
+        "retry-feedback",
+        "tool-search-return",
+        "capability-load-return",
+    }
+)
+"""Request parts that say something in the conversation; every other request part only carries
+settings and rides along with one of these."""
+CALLS = frozenset({"tool-call", "tool-search-call", "capability-load-call"})
+"""Response parts whose answer comes back as a request part with the same tool_call_id."""
+
+
+def to_messages(message: Any, *, index: int) -> list[Message]:
+    """One pydantic-ai message as ctxfold messages (one for a response, one per speaking part
+    of a request). Raises `InvalidInputError` naming the message for a shape that cannot be
+    carried."""
+    if not isinstance(message, (ModelRequest, ModelResponse)):
+        raise InvalidInputError(
+            f"message {index} is a {type(message).__name__}, not a pydantic-ai ModelRequest or "
+            f"ModelResponse: {message!r:.80}"
+        )
+    try:
+        data = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+        json.dumps(data)
+    except Exception as exc:  # pydantic raises several kinds for a value it cannot serialize
+        raise InvalidInputError(
+            f"message {index} ({message.kind}) cannot be stored as JSON: {exc}"
+        ) from exc
+    parts: list[dict[str, Any]] = data.pop("parts")
+    if message.kind == "response":
+        return [_response(data, parts)]
+    return _request(data, parts, index)
+
+
+def group_key(message: Message) -> Any:
+    """Messages with the same key (not None) came from one request and regroup into it."""
+    kept = message.extra.get(NAMESPACE)
+    return kept.get("group") if isinstance(kept, Mapping) else None
+
+
+def to_model_message(message: Message) -> ModelMessage:
+    """One projected message as a pydantic-ai message (a request holding only its own parts)."""
+    kept = message.extra.get(NAMESPACE)
+    if isinstance(kept, Mapping) and "header" in kept:
+        parts = [dict(p) for p in kept["parts"]]
+        if message.role == "assistant":
+            if _response_content(parts) != message.content:
+                return _plain(message)
+        elif _request_text(parts) != message.content:
+            if message.role != "tool":
+                return _plain(message)
+            for part in parts:
+                if part.get("part_kind") in SPEAKING:
+                    part["content"] = message.text
+        return ModelMessagesTypeAdapter.validate_python([{**kept["header"], "parts": parts}])[0]
+    return _plain(message)
+
+
+def regroup(pieces: Sequence[tuple[Any, ModelMessage]]) -> list[ModelMessage]:
+    """Join consecutive requests of one group back into the request they were split from."""
+    out: list[ModelMessage] = []
+    last_key: Any = None
+    for key, piece in pieces:
+        previous = out[-1] if out else None
+        if key is not None and key == last_key and isinstance(previous, ModelRequest):
+            out[-1] = dataclasses.replace(previous, parts=[*previous.parts, *piece.parts])
+        else:
+            out.append(piece)
+        last_key = key
+    return out
+
+
+# -- internals -------------------------------------------------------------------------------
+def _response(header: dict[str, Any], parts: list[dict[str, Any]]) -> Message:
+    calls = tuple(
+        ToolCall(str(p["tool_call_id"]), str(p.get("tool_name") or p["part_kind"]), _args(p))
+        for p in parts
+        if p.get("part_kind") in CALLS and p.get("tool_call_id")
+    )
+    return Message(
+        "assistant",
+        _response_content(parts),
+        tool_calls=calls,
+        extra={NAMESPACE: {"header": header, "parts": parts}},
+    )
+
+
+def _request(header: dict[str, Any], parts: list[dict[str, Any]], index: int) -> list[Message]:
+    chunks: list[list[dict[str, Any]]] = []
+    riders: list[dict[str, Any]] = []
+    for part in parts:
+        riders.append(part)
+        if part.get("part_kind") in SPEAKING:
+            chunks.append(riders)
+            riders = []
+    if riders:
+        # Settings parts after the last speaking part ride with it (or stand alone).
+        if chunks:
+            chunks[-1].extend(riders)
+        else:
+            chunks.append(riders)
+    return [
+        Message(
+            *_role_and_id(chunk, index),
+            extra={NAMESPACE: {"header": header, "parts": chunk, "group": index}},
+        )
+        for chunk in chunks
+    ]
+
+
+def _role_and_id(
+    chunk: list[dict[str, Any]], index: int
+) -> tuple[Role, str | None, tuple[()], str | None]:
+    speaking = next((p for p in chunk if p.get("part_kind") in SPEAKING), None)
+    text = _request_text(chunk)
+    if speaking is None:
+        return "system", text, (), None
+    kind = speaking["part_kind"]
+    call_id = speaking.get("tool_call_id")
+    if kind in ("tool-return", "tool-search-return", "capability-load-return") or (
+        kind == "retry-prompt" and speaking.get("tool_name") and call_id
+    ):
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidInputError(
+                f"message {index}: a {kind!r} part has no tool_call_id to answer: {speaking!r:.120}"
+            )
+        return "tool", text, (), call_id
+    return ("system" if kind == "system-prompt" else "user"), text, (), None
+
+
+def _request_text(parts: Sequence[Mapping[str, Any]]) -> str:
+    texts = [_content_text(p.get("content")) for p in parts if p.get("part_kind") in SPEAKING]
+    return "\n".join(t for t in texts if t)
+
+
+def _response_content(parts: Sequence[Mapping[str, Any]]) -> str | None:
+    # None only when the response makes calls and says nothing, as a chat message would be.
+    texts = [p["content"] for p in parts if p.get("part_kind") == "text" and p.get("content")]
+    if texts:
+        return "\n".join(texts)
+    return None if any(p.get("part_kind") in CALLS for p in parts) else ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(c, str) for c in content):
+        return "\n".join(content)
+    if isinstance(content, list):
+        texts = [c for c in content if isinstance(c, str)]
+        if texts:
+            return "\n".join(texts)
+    return "" if content is None else json.dumps(content, sort_keys=True, separators=(",", ":"))
+
+
+def _args(part: Mapping[str, Any]) -> str:
+    args = part.get("args")
+    if isinstance(args, str):
+        return args
+    return json.dumps(args if args is not None else {}, sort_keys=True, separators=(",", ":"))
+
+
+def _plain(message: Message) -> ModelMessage:
+    if message.role == "assistant":
+        return ModelResponse(parts=[TextPart(message.text)])
+    if message.role == "system":
+        return ModelRequest(parts=[SystemPromptPart(message.text)])
+    return ModelRequest(parts=[UserPromptPart(message.text)])

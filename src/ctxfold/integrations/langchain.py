@@ -1,0 +1,231 @@
+"""ctxfold as a LangChain v1 agent middleware: `CtxfoldMiddleware`.
+
+```python
+agent = create_agent(
+    model, tools, checkpointer=InMemorySaver(),
+    middleware=[CtxfoldMiddleware(budget=Budget.for_model("gpt-4o"))],
+)
+agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "chat-1"}})
+```
+
+Before every model call the middleware appends the thread's new messages to the thread's ctxfold
+session (one session per thread id), compacts when the budget says so, and calls the model with
+the projection: ``handler(request.override(messages=<projection>))``. The graph state is never
+rewritten, so the checkpointer still holds every message, and a tool call is never separated
+from its result, whatever the window.
+
+Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctxfold.errors import MissingDependencyError
+from ctxfold.integrations._common import (
+    SourceIndex,
+    check_recall,
+    make_compactor,
+    open_session,
+    source_of,
+    with_source,
+)
+from ctxfold.messages import Message
+from ctxfold.overflow import is_context_overflow
+
+try:
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AnyMessage
+
+    from ctxfold.integrations import _langchain_messages as conv
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "ctxfold.integrations.langchain", "langchain", "langchain"
+    ) from exc
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.tools import BaseTool
+    from langgraph.runtime import Runtime
+
+    from ctxfold.compactor import Compactor
+    from ctxfold.integrations._common import RecallTool
+    from ctxfold.protocols import EventStore
+    from ctxfold.session import Session
+    from ctxfold.tokens import Budget
+
+SYSTEM = "system-prompt"
+"""The source key of the agent's system prompt, logged once at the head of a thread's session
+so that the budget counts it; the request's own system message is what the model is sent."""
+
+
+class CtxfoldMiddleware(AgentMiddleware):
+    """Keeps a LangChain agent's model calls within a budget without touching its state.
+
+    - `store`: where the logs live; None opens SQLite at ctxfold's default path.
+    - `budget`, or `compactor` for full control: when and how far to compact. With neither the
+      model sees the projection as it stands (still logged, never compacted).
+    - `recall`: a `RecallTool` the middleware registers as a tool for the agent.
+
+    Each thread id (``config["configurable"]["thread_id"]``, so run the agent with a
+    checkpointer) is one ctxfold session of the same id. Messages are matched to the log by
+    their LangChain id (by position when they have none), and the match is kept in the log, so a
+    restarted process appends nothing twice.
+    """
+
+    def __init__(
+        self,
+        store: EventStore | None = None,
+        budget: Budget | None = None,
+        compactor: Compactor | None = None,
+        *,
+        recall: RecallTool | None = None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.compactor = make_compactor(budget, compactor)
+        self.recall = check_recall(recall)
+        self.tools: list[BaseTool] = [self._recall_tool()] if self.recall else []
+        self._threads: dict[str, _Thread] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return "CtxfoldMiddleware"
+
+    # -- the hooks -------------------------------------------------------------------------
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
+    ) -> Any:
+        """Log what is new, compact if due, and call the model with the projection; after a
+        context overflow, recover and retry once."""
+        thread = self._thread(request.runtime)
+        thread.record(request.messages, request.system_message)
+        if self.compactor is not None:
+            self.compactor.maybe_compact(thread.session)
+        try:
+            return handler(request.override(messages=thread.projection()))
+        except Exception as exc:
+            if self.compactor is None or not is_context_overflow(exc):
+                raise
+            self.compactor.recover_from_overflow(thread.session)
+        return handler(request.override(messages=thread.projection()))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+    ) -> Any:
+        """`wrap_model_call` for async agents; store I/O runs in worker threads."""
+        thread = await asyncio.to_thread(self._thread, request.runtime)
+        await asyncio.to_thread(thread.record, request.messages, request.system_message)
+        if self.compactor is not None:
+            await self.compactor.amaybe_compact(thread.session)
+        try:
+            messages = await asyncio.to_thread(thread.projection)
+            return await handler(request.override(messages=messages))
+        except Exception as exc:
+            if self.compactor is None or not is_context_overflow(exc):
+                raise
+            await self.compactor.arecover_from_overflow(thread.session)
+        messages = await asyncio.to_thread(thread.projection)
+        return await handler(request.override(messages=messages))
+
+    def after_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Log the run's last messages (the final answer no model call has seen yet), so the
+        log holds the whole thread when the run ends."""
+        self._thread(runtime).record(state["messages"], None)
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """`after_agent` for async agents."""
+        thread = await asyncio.to_thread(self._thread, runtime)
+        await asyncio.to_thread(thread.record, state["messages"], None)
+        return None
+
+    def session(self, thread_id: str) -> Session:
+        """The ctxfold session that logs a thread."""
+        return self._thread_for(thread_id).session
+
+    # -- internals -------------------------------------------------------------------------
+    def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
+        info = getattr(runtime, "execution_info", None)
+        return self._thread_for(getattr(info, "thread_id", None))
+
+    def _thread_for(self, thread_id: Any) -> _Thread:
+        with self._lock:
+            thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+            if thread is None:
+                session = open_session(
+                    self.store,
+                    thread_id,
+                    what="thread id (run the agent with a checkpointer and "
+                    "config={'configurable': {'thread_id': ...}})",
+                )
+                thread = self._threads[thread_id] = _Thread(session)
+            return thread
+
+    def _recall_tool(self) -> BaseTool:
+        from langchain_core.tools import StructuredTool
+        from langgraph.config import get_config
+
+        recall = self.recall
+        assert recall is not None
+
+        def invoke(**arguments: Any) -> str:
+            thread_id = get_config().get("configurable", {}).get("thread_id")
+            return recall(self._thread_for(thread_id).session, arguments)
+
+        return StructuredTool.from_function(
+            func=invoke,
+            name=recall.name,
+            description=recall.description,
+            args_schema=dict(recall.parameters),
+        )
+
+
+class _Thread:
+    """One thread's session, the index of what it holds, and its converted projection."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.index = SourceIndex()
+        self._views: dict[int, tuple[Message, AnyMessage | None]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, messages: Sequence[Any], system: Any) -> None:
+        """Append the messages the log does not hold yet, in one atomic append (the system
+        message first when the session is new)."""
+        with self._lock:
+            self.index.refresh(self.session)
+            new: list[Message] = []
+            if system is not None and self.index.last_seq == 0:
+                new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
+            for position, message in enumerate(messages):
+                source = message.id or ["#", position]
+                if source not in self.index:
+                    new.append(with_source(conv.to_message(message, index=position), source))
+            if new:
+                self.index.fold(self.session.append(new))
+
+    def projection(self) -> list[AnyMessage]:
+        """The projection as LangChain messages, the logged system prompt left out."""
+        with self._lock:
+            out: list[AnyMessage] = []
+            fresh: dict[int, tuple[Message, AnyMessage | None]] = {}
+            for item in self.session.items():
+                cached = self._views.get(item.id)
+                if cached is None or cached[0] is not item.message:
+                    skip = source_of(item.message) == SYSTEM
+                    cached = (item.message, None if skip else conv.from_message(item.message))
+                fresh[item.id] = cached
+                if cached[1] is not None:
+                    out.append(cached[1])
+            self._views = fresh
+            return out
+
+
+__all__ = ["CtxfoldMiddleware"]

@@ -1,0 +1,338 @@
+"""ctxfold as the memory of an OpenAI Agents SDK agent: `CtxfoldSession`.
+
+```python
+session = CtxfoldSession("chat-1", compactor=Compactor(Budget.for_model("gpt-4o")))
+config = RunConfig(call_model_input_filter=session.model_input_filter)
+result = await Runner.run(agent, "fix the failing test", session=session, run_config=config)
+```
+
+`CtxfoldSession` implements `agents.memory.Session`. It stores every item the Runner gives it in
+the ctxfold log and hands back exactly the stored items (`get_items`), so the SDK's own
+bookkeeping (its rewind compares the stored tail before it calls `pop_item`) works as with any
+session. The compacted projection reaches the model only through `model_input_filter`: the
+Runner reads the session once per run, so the filter is where a long run shrinks, before every
+model call. `pop_item` and `clear_session` append events; nothing is ever deleted.
+
+Needs the ``agents`` extra: ``pip install 'ctxfold[agents]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctxfold.errors import MissingDependencyError
+from ctxfold.events import (
+    COMPACTION,
+    MESSAGE,
+    RESET,
+    RETRACTION,
+    Compaction,
+    Event,
+    NewEvent,
+    Reset,
+    Retraction,
+)
+from ctxfold.integrations import _agents_items as conv
+from ctxfold.integrations._common import check_recall, make_compactor, open_session
+from ctxfold.messages import Message
+from ctxfold.overflow import is_context_overflow
+from ctxfold.session import Session
+
+try:
+    from agents.models.interface import Model
+    from agents.run_config import CallModelData, ModelInputData
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError(
+        "ctxfold.integrations.openai_agents", "openai-agents", "agents"
+    ) from exc
+
+if TYPE_CHECKING:
+    from agents.tool import FunctionTool
+
+    from ctxfold.compactor import Compactor
+    from ctxfold.integrations._common import RecallTool
+    from ctxfold.protocols import EventStore
+    from ctxfold.tokens import Budget
+
+log = logging.getLogger("ctxfold.integrations.openai_agents")
+
+_MATCH = 3
+"""How many of the newest stored items must line up with the model input to mark where the
+stored history ends in it (one item alone could be a repeated "continue")."""
+_SEARCH = 8
+"""How many of the newest stored items to try when the newest one is not in the model input."""
+
+
+class CtxfoldSession:
+    """An `agents.memory.Session` whose history is a ctxfold session.
+
+    - `session_id`: names the ctxfold session (a non-empty string).
+    - `store`: where the log lives; None opens SQLite at ctxfold's default path (the one the
+      ``ctxfold`` CLI reads), so ``ctxfold sessions log <id>`` shows the agent's history.
+    - `compactor`: keeps the projection within its budget before every model call; or pass
+      `budget` for a default compactor. With neither, the model sees the projection as it stands.
+    - `recall`: a `RecallTool` to offer the model (see `recall_tool`).
+
+    >>> import asyncio
+    >>> from ctxfold import MemoryStore
+    >>> session = CtxfoldSession("demo", store=MemoryStore())
+    >>> asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+    >>> asyncio.run(session.get_items())
+    [{'role': 'user', 'content': 'hi'}]
+    """
+
+    session_settings: Any = None
+
+    def __init__(
+        self,
+        session_id: str,
+        store: EventStore | None = None,
+        compactor: Compactor | None = None,
+        *,
+        budget: Budget | None = None,
+        recall: RecallTool | None = None,
+    ) -> None:
+        self.session: Session = open_session(store, session_id, what="session id")
+        self.session_id = session_id
+        self.compactor = make_compactor(budget, compactor)
+        self.recall = check_recall(recall)
+        self._stored = _StoredItems()
+        self._views: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        self._tail: list[Any] = []
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"CtxfoldSession({self.session_id!r})"
+
+    # -- agents.memory.Session -------------------------------------------------------------
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The stored items, oldest first; with `limit`, the newest `limit` of them. These are
+        the items as the Runner gave them, never the compacted projection."""
+        items = await asyncio.to_thread(self._refreshed)
+        if limit is not None:
+            items = items[-limit:] if limit > 0 else []
+        # A fresh copy, as a database read would give: the Runner may change what it is handed.
+        # Items are JSON, so a JSON round trip copies them several times faster than deepcopy.
+        copied: list[Any] = json.loads(json.dumps(items))
+        return copied
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append the items to the log, in one atomic append. An item that cannot be carried is
+        refused with `InvalidInputError` naming it, and nothing is written."""
+        if items:
+            await asyncio.to_thread(self._add, items)
+
+    async def pop_item(self) -> Any:
+        """Take the newest item back and return it (None when the session holds none).
+
+        Nothing is deleted: a retraction event takes the newest logged message out of the
+        projection, and when that message carried several items (a reasoning item and a call,
+        say) the ones before the popped item are appended again in the same atomic append.
+        Raises `InvalidHistoryError` when the newest item has been compacted already."""
+        return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """Start the session afresh: a reset event empties the projection and `get_items`; the
+        old items stay in the log (``ctxfold sessions log`` shows them)."""
+        await asyncio.to_thread(self.session.append, NewEvent.of(Reset()))
+
+    # -- the model's view ------------------------------------------------------------------
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """For `RunConfig(call_model_input_filter=...)`: compact when the budget says so, then
+        send the projection in place of the stored history, followed by whatever the Runner
+        has not stored yet."""
+        given = list(data.model_data.input)
+        self._tail = await asyncio.to_thread(self._unstored_tail, given)
+        if self.compactor is not None:
+            await self.compactor.amaybe_compact(self.session)
+        history = await asyncio.to_thread(self.projected_items)
+        return ModelInputData(input=history + self._tail, instructions=data.model_data.instructions)
+
+    def projected_items(self) -> list[dict[str, Any]]:
+        """The projection as input items: what the model is sent in place of the history."""
+        out: list[dict[str, Any]] = []
+        views = self._views
+        fresh: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        for item in self.session.items():
+            cached = views.get(item.id)
+            if cached is None or cached[0] is not item.message:
+                cached = (item.message, conv.message_to_items(item.message))
+            fresh[item.id] = cached
+            out.extend(cached[1])
+        self._views = fresh
+        return out
+
+    def wrap_model(self, model: Model) -> Model:
+        """`model`, retried once after `recover_from_overflow` when the provider says the
+        prompt is too long. Needs a compactor (or a budget)."""
+        return _OverflowRetry(model, self)
+
+    def recall_tool(self) -> FunctionTool | None:
+        """The `recall` given at construction as an Agents SDK `FunctionTool` bound to this
+        session (None without one): ``Agent(tools=[..., session.recall_tool()])``."""
+        recall = self.recall
+        if recall is None:
+            return None
+        from agents.tool import FunctionTool
+
+        async def invoke(_ctx: Any, arguments: str) -> str:
+            parsed = json.loads(arguments or "{}")
+            return await asyncio.to_thread(recall, self.session, parsed)
+
+        return FunctionTool(
+            name=recall.name,
+            description=recall.description,
+            params_json_schema=dict(recall.parameters),
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
+    # -- internals -------------------------------------------------------------------------
+    def _refreshed(self) -> list[dict[str, Any]]:
+        with self._lock:
+            self._stored.fold(self.session.events(after=self._stored.last_seq))
+            return self._stored.items
+
+    def _add(self, items: Sequence[Any]) -> None:
+        with self._lock:
+            start = len(self._refreshed())
+            self.session.append(conv.items_to_messages(items, first_index=start))
+
+    def _pop(self) -> Any:
+        with self._lock:
+            stored = self._refreshed()
+            if not stored:
+                return None
+            seq, count = self._stored.counts[-1]
+            kept = stored[len(stored) - count : -1]
+            batch: list[Message | NewEvent] = [NewEvent.of(Retraction(seq))]
+            batch.extend(conv.items_to_messages(kept))
+            popped = copy.deepcopy(stored[-1])
+            self.session.append(batch)
+            return popped
+
+    def _unstored_tail(self, given: Sequence[Any]) -> list[Any]:
+        """The items at the end of the model input that the log does not hold yet (usually
+        none: the Runner stores each turn before the next model call)."""
+        stored = self._refreshed()
+        if not stored:
+            return list(given)
+        prints = [conv.fingerprint(_as_dict(i)) for i in given[-(_SEARCH + _MATCH) :]]
+        offset = len(given) - len(prints)
+        for back in range(min(_SEARCH, len(stored))):
+            end = len(stored) - back
+            want = [conv.fingerprint(i) for i in stored[max(0, end - _MATCH) : end]]
+            for j in range(len(prints) - 1, len(want) - 2, -1):
+                if prints[j - len(want) + 1 : j + 1] == want:
+                    return list(given[offset + j + 1 :])
+        log.warning(
+            "ctxfold: session %r: the model input does not end with the stored history; "
+            "sending the Runner's input unchanged",
+            self.session_id,
+        )
+        return list(given)
+
+
+class _StoredItems:
+    """The items the log holds, in order, folded event by event: messages add their items; a
+    retraction takes back the newest ones, as the projection does; a reset empties the list."""
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.items: list[dict[str, Any]] = []
+        self.counts: list[tuple[int, int]] = []
+        """(seq, number of items) per message event still standing."""
+        self._start: dict[int, int] = {}
+        """The first original seq each compaction stands for, to retract a summary by."""
+
+    def fold(self, events: Sequence[Event]) -> None:
+        for event in events:
+            self.last_seq = event.seq
+            if event.type == MESSAGE:
+                raw = conv.raw_items(event.message)
+                self.items.extend(raw)
+                self.counts.append((event.seq, len(raw)))
+            elif event.type == COMPACTION:
+                compaction = Compaction.from_data(event.data)
+                first = compaction.covers[0] if compaction.covers else compaction.first
+                self._start[event.seq] = self._start.get(first, first)
+            elif event.type == RETRACTION:
+                retracted = Retraction.from_data(event.data).id
+                self._drop_from(self._start.get(retracted, retracted))
+            elif event.type == RESET:
+                self._drop_from(0)
+
+    def _drop_from(self, seq: int) -> None:
+        # A retraction takes the newest item, or the newest step with its results: everything
+        # from that seq on leaves.
+        while self.counts and self.counts[-1][0] >= seq:
+            _, count = self.counts.pop()
+            del self.items[len(self.items) - count :]
+
+
+def _as_dict(item: Any) -> Mapping[str, Any]:
+    if isinstance(item, Mapping):
+        return item
+    dumped = item.model_dump(exclude_unset=True) if hasattr(item, "model_dump") else {}
+    return dumped if isinstance(dumped, Mapping) else {}
+
+
+class _OverflowRetry(Model):
+    """A `Model` that compacts and retries once when the prompt overflows the window."""
+
+    def __init__(self, model: Model, session: CtxfoldSession) -> None:
+        self.model = model
+        self.ctx = session
+
+    async def _recovered_input(self, exc: BaseException) -> list[Any]:
+        compactor = self.ctx.compactor
+        if compactor is None or not is_context_overflow(exc):
+            raise exc
+        await compactor.arecover_from_overflow(self.ctx.session)
+        history = await asyncio.to_thread(self.ctx.projected_items)
+        return history + self.ctx._tail
+
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        try:
+            return await self.model.get_response(system_instructions, input, *args, **kwargs)
+        except Exception as exc:
+            retry_input = await self._recovered_input(exc)
+        return await self.model.get_response(system_instructions, retry_input, *args, **kwargs)
+
+    async def stream_response(
+        self,
+        system_instructions: Any,
+        input: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        started = False
+        try:
+            async for event in self.model.stream_response(
+                system_instructions, input, *args, **kwargs
+            ):
+                started = True
+                yield event
+            return
+        except Exception as exc:
+            if started:
+                raise
+            retry_input = await self._recovered_input(exc)
+        async for event in self.model.stream_response(
+            system_instructions, retry_input, *args, **kwargs
+        ):
+            yield event
+
+    async def close(self) -> None:
+        await self.model.close()
+
+
+__all__ = ["CtxfoldSession"]

@@ -1,0 +1,268 @@
+"""CtxfoldMiddleware inside a real LangChain v1 agent (langchain-core's fake chat model)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ctxfold import InvalidInputError, MemoryStore
+from ctxfold.integrations import _langchain_messages as conv
+from ctxfold.integrations.langchain import CtxfoldMiddleware
+from ctxfold.protocols import EventStore
+from tests._integration import (
+    CALLS_PER_TASK,
+    MORE_TASKS,
+    TASKS,
+    WINDOW,
+    compactor,
+    logged_messages,
+    overflow_compactor,
+    reopen,
+    tokens,
+    tool_output,
+)
+
+__all__ = ["reopen"]
+
+
+def script() -> Iterator[AIMessage]:
+    """Per task: three calls to `read`, then an answer."""
+    calls = 0
+    while True:
+        calls += 1
+        if calls % (CALLS_PER_TASK + 1):
+            call = {"name": "read", "args": {"path": f"src/mod_{calls}.py"}, "id": f"call_{calls}"}
+            yield AIMessage(content="", tool_calls=[call])
+        else:
+            yield AIMessage(content=f"done {calls}")
+
+
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """langchain-core's fake chat model, recording what it was sent and accepting tools."""
+
+    requests: list[list[BaseMessage]]
+    overflows: int = 0
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.requests.append(list(messages))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
+        return super()._generate(messages, *args, **kwargs)
+
+
+@tool
+def read(path: str) -> str:
+    """Read a file."""
+    return tool_output(path)
+
+
+def make_agent(model: ScriptedChat, checkpointer: InMemorySaver, middleware: list[Any]) -> Any:
+    return create_agent(
+        model,
+        [read],
+        system_prompt="Fix the bug.",
+        middleware=middleware,
+        checkpointer=checkpointer,
+    )
+
+
+def run_tasks(agent: Any, first: int, count: int, thread: str = "lc-long") -> None:
+    config = {"configurable": {"thread_id": thread}}
+    for task in range(first, first + count):
+        agent.invoke({"messages": [{"role": "user", "content": f"task {task}"}]}, config)
+
+
+def assert_valid(messages: Sequence[BaseMessage]) -> None:
+    """Every tool call is answered right after the message that made it, and nothing else."""
+    waiting: set[str] = set()
+    for index, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            assert message.tool_call_id in waiting, f"message {index} answers no open call"
+            waiting.discard(message.tool_call_id)
+            continue
+        assert not waiting, f"message {index}: calls {sorted(waiting)} left unanswered"
+        if isinstance(message, AIMessage):
+            waiting = {str(c["id"]) for c in message.tool_calls}
+
+
+def request_tokens(request: Sequence[BaseMessage]) -> int:
+    return tokens(conv.to_message(m, index=i) for i, m in enumerate(request))
+
+
+@pytest.mark.guarantee("integration-framework-state-kept")
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+@pytest.mark.guarantee("integration-requests-valid-and-within-window")
+def test_long_tool_calling_agent_stays_valid_within_the_window_and_logs_each_message_once(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A 48-turn tool-calling agent over a 3,000-token window: every request is valid and
+    fits, the checkpointer still holds every message, the log holds each one once, and a new
+    process over a new connection picks the thread up without appending anything twice."""
+    model = ScriptedChat(messages=script(), requests=[])
+    checkpointer = InMemorySaver()
+    middleware = CtxfoldMiddleware(store=reopen(), compactor=compactor())
+    run_tasks(make_agent(model, checkpointer, [middleware]), 0, TASKS)
+    restarted = CtxfoldMiddleware(store=reopen(), compactor=compactor())
+    agent = make_agent(model, checkpointer, [restarted])
+    run_tasks(agent, TASKS, MORE_TASKS)
+
+    total = (TASKS + MORE_TASKS) * (CALLS_PER_TASK + 1)
+    assert len(model.requests) == total >= 40
+    for request in model.requests:
+        assert_valid(request)
+        assert request_tokens(request) <= WINDOW
+    state = agent.get_state({"configurable": {"thread_id": "lc-long"}}).values["messages"]
+    assert len(state) == (TASKS + MORE_TASKS) * (2 + 2 * CALLS_PER_TASK)
+    assert max(len(r) for r in model.requests) < len(state)
+    logged = logged_messages(restarted.session("lc-long"))
+    assert [conv.kept(m)["data"]["id"] for m in logged[1:]] == [m.id for m in state]
+    assert conv.from_message(logged[0]).content == "Fix the bug."
+    assert any(e.type == "compaction" for e in restarted.session("lc-long").events())
+
+
+async def test_async_agent_sends_the_projection_too() -> None:
+    """`ainvoke` goes through `awrap_model_call` and gets the same compacted, valid requests."""
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore(), compactor=compactor())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    config = {"configurable": {"thread_id": "lc-async"}}
+    for task in range(TASKS):
+        await agent.ainvoke({"messages": [{"role": "user", "content": f"task {task}"}]}, config)
+    for request in model.requests:
+        assert_valid(request)
+        assert request_tokens(request) <= WINDOW
+    assert len(agent.get_state(config).values["messages"]) == TASKS * (2 + 2 * CALLS_PER_TASK)
+
+
+def every_message() -> list[AnyMessage]:
+    """One of every message type a thread can hold, with the fields a dict round trip loses."""
+    return [
+        SystemMessage(content="rules", id="s1"),
+        HumanMessage(content="text", id="h1", name="ann"),
+        HumanMessage(content=[{"type": "text", "text": "look"}, {"type": "image", "url": "u"}]),
+        AIMessage(
+            content=[
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "text", "text": "calling"},
+            ],
+            id="a1",
+            tool_calls=[
+                {"name": "read", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}
+            ],
+            usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+            response_metadata={"model_name": "m"},
+        ),
+        ToolMessage(
+            content="text", tool_call_id="c1", status="error", artifact={"k": [1]}, id="t1"
+        ),
+        AIMessageChunk(content="partial", id="a2"),
+        ChatMessage(content="chat", role="assistant", id="c9"),
+        ChatMessage(content="dev", role="developer"),
+    ]
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+def test_every_message_type_round_trips_with_ids_status_and_artifacts() -> None:
+    """Ids, `ToolMessage.status`, `artifact`, `tool_call_id`, content blocks and metadata all
+    come back equal, message for message."""
+    for index, message in enumerate(every_message()):
+        back = conv.from_message(conv.to_message(message, index=index))
+        assert back == message
+        assert type(back) is type(message)
+
+
+def test_a_cleared_tool_result_keeps_its_id_status_and_call() -> None:
+    """When a compaction clears a tool result, only the content changes."""
+    stored = conv.to_message(every_message()[4], index=0)
+    back = conv.from_message(stored.replace(content="[cleared]"))
+    assert isinstance(back, ToolMessage)
+    assert (back.content, back.id, back.status, back.tool_call_id) == (
+        "[cleared]",
+        "t1",
+        "error",
+        "c1",
+    )
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        (ToolMessage(content="x", tool_call_id="c", artifact=object(), id="t9"), "id 't9'"),
+        (FunctionMessage(content="x", name="f", id="f1"), "type 'function'"),
+        (ChatMessage(content="x", role="robot", id="r1"), "role 'robot'"),
+    ],
+)
+def test_a_message_that_cannot_be_carried_is_refused_and_nothing_is_written(
+    message: BaseMessage, named: str
+) -> None:
+    """The error names the message; none of the request's messages is logged."""
+    model = ScriptedChat(messages=iter([AIMessage(content="ok")]), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore(), compactor=compactor())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    config = {"configurable": {"thread_id": "lc-bad"}}
+    with pytest.raises(InvalidInputError, match=named):
+        agent.invoke({"messages": [HumanMessage(content="fine"), message]}, config)
+    assert middleware.session("lc-bad").events() == []
+
+
+def test_the_converter_names_what_it_cannot_carry() -> None:
+    """A `RemoveMessage` (a state edit, never sent) or a non-message is refused by position."""
+    with pytest.raises(InvalidInputError, match=r"message 3 .*type 'remove'"):
+        conv.to_message(RemoveMessage(id="gone"), index=3)
+    with pytest.raises(InvalidInputError, match="message 0 is a dict"):
+        conv.to_message({"role": "user"}, index=0)
+
+
+def test_running_without_a_thread_id_is_a_clear_error() -> None:
+    model = ScriptedChat(messages=iter([AIMessage(content="ok")]), requests=[])
+    agent = create_agent(model, [read], middleware=[CtxfoldMiddleware(store=MemoryStore())])
+    with pytest.raises(InvalidInputError, match="thread id"):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """After the overflow the middleware compacts and calls the model once more, with less;
+    a second overflow in a row reaches the caller."""
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore(), compactor=overflow_compactor())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    run_tasks(agent, 0, 3, thread="lc-overflow")
+    model.overflows = 1
+    run_tasks(agent, 3, 1, thread="lc-overflow")
+    failed, retried = model.requests[-5], model.requests[-4]
+    assert request_tokens(retried) < request_tokens(failed)
+    assert_valid(retried)
+    model.overflows = 2
+    with pytest.raises(Overflow):
+        run_tasks(agent, 4, 1, thread="lc-overflow")

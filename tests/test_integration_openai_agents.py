@@ -1,0 +1,381 @@
+"""CtxfoldSession drives a real OpenAI Agents SDK agent (a scripted `Model`, no network)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.items import ModelResponse
+from agents.memory import SQLiteSession
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+from ctxfold import InvalidInputError, MemoryStore, SQLiteStore
+from ctxfold.integrations import _agents_items as conv
+from ctxfold.integrations.openai_agents import CtxfoldSession
+from ctxfold.protocols import EventStore
+from tests._integration import (
+    CALLS_PER_TASK,
+    MORE_TASKS,
+    TASKS,
+    WINDOW,
+    compactor,
+    logged_messages,
+    overflow_compactor,
+    reopen,
+    tokens,
+    tool_output,
+)
+
+__all__ = ["reopen"]
+
+
+class ScriptedModel(Model):
+    """Per task: three calls to `read`, then an answer. Records every input it was sent."""
+
+    def __init__(self, overflows: int = 0) -> None:
+        self.calls = 0
+        self.overflows = overflows
+        self.requests: list[tuple[str | None, list[Any]]] = []
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        self.requests.append((system_instructions, list(input)))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
+        self.calls += 1
+        step = self.calls % (CALLS_PER_TASK + 1)
+        output: list[Any]
+        if step:
+            arguments = json.dumps({"path": f"src/mod_{self.calls}.py"})
+            output = [
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    id=f"fc_{self.calls}",
+                    call_id=f"call_{self.calls}",
+                    name="read",
+                    arguments=arguments,
+                )
+            ]
+        else:
+            text = ResponseOutputText(type="output_text", text=f"done {self.calls}", annotations=[])
+            output = [
+                ResponseOutputMessage(
+                    type="message",
+                    id=f"msg_{self.calls}",
+                    role="assistant",
+                    status="completed",
+                    content=[text],
+                )
+            ]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("these tests do not stream")
+
+
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
+@function_tool
+def read(path: str) -> str:
+    """Read a file."""
+    return tool_output(path)
+
+
+def agent_for(model: Model) -> Agent[Any]:
+    return Agent(name="coder", instructions="Fix the bug.", model=model, tools=[read])
+
+
+async def run_tasks(
+    first: int, count: int, *, session: Any, model: Model, config: RunConfig
+) -> None:
+    agent = agent_for(model)
+    for task in range(first, first + count):
+        await Runner.run(
+            agent, f"task {task}: fix module {task}", session=session, run_config=config
+        )
+
+
+def assert_valid(items: Sequence[Mapping[str, Any]]) -> None:
+    """Every function_call is answered right after its batch; every output answers one."""
+    open_calls: set[str] = set()
+    answering = False
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "function_call":
+            assert not answering or not open_calls, f"item {index}: call inside unanswered batch"
+            answering = False
+            open_calls.add(item["call_id"])
+        elif kind == "function_call_output":
+            assert item["call_id"] in open_calls, f"item {index}: output answers no open call"
+            open_calls.discard(item["call_id"])
+            answering = True
+        else:
+            assert not open_calls, f"item {index}: {sorted(open_calls)} left unanswered"
+            answering = False
+
+
+def converted(items: Sequence[Any]) -> list[Any]:
+    return conv.items_to_messages(items)
+
+
+@pytest.mark.guarantee("integration-framework-state-kept")
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+@pytest.mark.guarantee("integration-requests-valid-and-within-window")
+async def test_long_tool_calling_run_stays_valid_within_the_window_and_logs_each_item_once(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A 40-turn tool-calling agent over a 3,000-token window: every request the model got is
+    valid and fits, the session hands back every item the SDK's own session would hold, the log
+    holds each item once, and a new process over a new connection goes on without duplicates."""
+    model, reference_model = ScriptedModel(), ScriptedModel()
+    session = CtxfoldSession("agents-long", store=reopen(), compactor=compactor())
+    reference = SQLiteSession("reference")
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    plain = RunConfig(tracing_disabled=True)
+    await run_tasks(0, TASKS, session=session, model=model, config=config)
+    await run_tasks(0, TASKS, session=reference, model=reference_model, config=plain)
+
+    restarted = CtxfoldSession("agents-long", store=reopen(), compactor=compactor())
+    config = RunConfig(call_model_input_filter=restarted.model_input_filter, tracing_disabled=True)
+    await run_tasks(TASKS, MORE_TASKS, session=restarted, model=model, config=config)
+    await run_tasks(TASKS, MORE_TASKS, session=reference, model=reference_model, config=plain)
+
+    assert model.calls == (TASKS + MORE_TASKS) * (CALLS_PER_TASK + 1) >= 40
+    for instructions, items in model.requests:
+        assert_valid(items)
+        assert tokens(converted(items), instructions) <= WINDOW
+    assert max(len(items) for _, items in model.requests) < len(reference_model.requests[-1][1])
+    expected = await reference.get_items()
+    assert await restarted.get_items() == expected
+    logged = [item for m in logged_messages(restarted.session) for item in conv.raw_items(m)]
+    assert logged == expected
+    call_ids = [i["call_id"] for i in logged if i.get("type") == "function_call"]
+    assert len(call_ids) == len(set(call_ids)) == (TASKS + MORE_TASKS) * CALLS_PER_TASK
+    assert any(e.type == "compaction" for e in restarted.session.events())
+
+
+async def test_get_items_returns_exactly_the_stored_tail() -> None:
+    """`get_items(limit)` gives the newest `limit` stored items, oldest first, as they came."""
+    session = CtxfoldSession("tail", store=MemoryStore())
+    items = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}", "id": "f"},
+        {"type": "function_call_output", "call_id": "c1", "output": "text"},
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert await session.get_items(limit=2) == items[1:]
+    assert await session.get_items(limit=0) == []
+
+
+ALL_ITEMS: list[dict[str, Any]] = [
+    {"role": "user", "content": "plain user text"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "parts"}]},
+    {"type": "message", "role": "system", "content": "system text"},
+    {"type": "message", "role": "developer", "content": "developer text"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
+    {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "assistant text", "annotations": []}],
+    },
+    {"type": "function_call", "call_id": "c1", "name": "read", "arguments": '{"p": 1}'},
+    {"type": "custom_tool_call", "call_id": "c2", "name": "grep", "input": "needle"},
+    {"type": "computer_call", "call_id": "c3", "id": "cc", "action": {"type": "click"}},
+    {"type": "local_shell_call", "call_id": "c4", "id": "ls", "action": {"command": ["ls"]}},
+    {"type": "shell_call", "call_id": "c5", "action": {"commands": ["pwd"]}},
+    {"type": "apply_patch_call", "call_id": "c6", "operation": {"type": "delete_file"}},
+    {"type": "function_call_output", "call_id": "c1", "output": "file text"},
+    {"type": "custom_tool_call_output", "call_id": "c2", "output": "match"},
+    {"type": "computer_call_output", "call_id": "c3", "output": {"type": "computer_screenshot"}},
+    {"type": "local_shell_call_output", "call_id": "c4", "output": "a.py"},
+    {"type": "shell_call_output", "call_id": "c5", "output": [{"stdout": "/"}]},
+    {"type": "apply_patch_call_output", "call_id": "c6", "output": "deleted"},
+    {"type": "web_search_call", "id": "ws", "status": "completed", "action": {"type": "search"}},
+    {"type": "file_search_call", "id": "fs", "queries": ["q"], "status": "completed"},
+    {"type": "image_generation_call", "id": "ig", "status": "completed", "result": None},
+    {"type": "code_interpreter_call", "id": "ci", "code": "1+1", "container_id": "x"},
+    {"type": "mcp_list_tools", "id": "ml", "server_label": "s", "tools": []},
+    {"type": "mcp_approval_request", "id": "ma", "name": "t", "arguments": "{}"},
+    {"type": "mcp_approval_response", "approval_request_id": "ma", "approve": True},
+    {"type": "mcp_call", "id": "mc", "name": "t", "arguments": "{}", "server_label": "s"},
+    {"type": "tool_search_call", "id": "ts", "arguments": {}},
+    {"type": "compaction", "id": "cp", "encrypted_content": "opaque"},
+    {"type": "item_reference", "id": "ref_1"},
+    {"type": "an_item_type_from_the_future", "payload": [1, 2, 3]},
+]
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+async def test_every_item_type_round_trips_exactly() -> None:
+    """Each kind of input item the SDK defines (and one it does not yet) comes back from the
+    log as it went in, through `get_items` and through the model's projection."""
+    session = CtxfoldSession("round-trip", store=MemoryStore())
+    await session.add_items(ALL_ITEMS)
+    assert await session.get_items() == ALL_ITEMS
+    reopened = CtxfoldSession("round-trip", store=session.session.store)
+    assert await reopened.get_items() == ALL_ITEMS
+    assert reopened.projected_items() == ALL_ITEMS
+
+
+def test_a_run_of_assistant_items_is_one_message_and_outputs_are_tool_messages() -> None:
+    """Reasoning, text and two calls become one assistant message with both calls; each
+    output becomes a tool message answering its call."""
+    messages = conv.items_to_messages(ALL_ITEMS[4:8] + ALL_ITEMS[12:14])
+    assert [m.role for m in messages] == ["assistant", "tool", "tool"]
+    assert [c.id for c in messages[0].tool_calls] == ["c1", "c2"]
+    assert messages[0].content == "assistant text"
+    assert [m.tool_call_id for m in messages[1:]] == ["c1", "c2"]
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+@pytest.mark.parametrize(
+    ("item", "named"),
+    [
+        ("just text", "item 1 is a str"),
+        ({"content": "no role or type"}, "item 1 has neither"),
+        ({"role": "robot", "content": "x"}, "role 'robot'"),
+        ({"type": "function_call", "name": "read", "arguments": "{}"}, "without a call_id"),
+        ({"type": "function_call_output", "output": "x"}, "without a call_id"),
+        ({"role": "user", "content": object()}, "cannot be stored as JSON"),
+    ],
+)
+async def test_an_item_that_cannot_be_carried_is_refused_and_nothing_is_written(
+    item: Any, named: str
+) -> None:
+    """The error names the item; the batch it came in is not half-written."""
+    session = CtxfoldSession("bad", store=MemoryStore())
+    with pytest.raises(InvalidInputError, match=named):
+        await session.add_items([{"role": "user", "content": "fine"}, item])
+    assert await session.get_items() == []
+    assert session.session.events() == []
+
+
+@pytest.mark.parametrize("session_id", [None, 7, "", b"bytes"])
+def test_a_session_id_that_is_not_a_string_is_refused(session_id: Any) -> None:
+    with pytest.raises(InvalidInputError, match="session id"):
+        CtxfoldSession(session_id, store=MemoryStore())
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """The wrapped model compacts after the overflow and is called again with less; the run
+    goes on, and no item is stored twice."""
+    model = ScriptedModel()
+    session = CtxfoldSession("overflow", store=MemoryStore(), compactor=overflow_compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    wrapped = session.wrap_model(model)
+    await run_tasks(0, 3, session=session, model=wrapped, config=config)
+    before = len(await session.get_items())
+    model.overflows = 1
+    await run_tasks(3, 1, session=session, model=wrapped, config=config)
+    failed, retried = model.requests[-5][1], model.requests[-4][1]
+    assert tokens(converted(retried)) < tokens(converted(failed))
+    assert_valid(retried)
+    assert len(await session.get_items()) == before + 2 + 2 * CALLS_PER_TASK
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_a_second_overflow_reaches_the_caller() -> None:
+    model = ScriptedModel()
+    session = CtxfoldSession("overflow-twice", store=MemoryStore(), compactor=overflow_compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    wrapped = session.wrap_model(model)
+    await run_tasks(0, 3, session=session, model=wrapped, config=config)
+    model.overflows = 2
+    with pytest.raises(Overflow):
+        await run_tasks(3, 1, session=session, model=wrapped, config=config)
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_pop_item_appends_a_retraction_and_deletes_nothing(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """`pop_item` returns the newest item; `get_items` and the model's view lose it, the log
+    keeps it, and a new process sees the same."""
+    session = CtxfoldSession("pop", store=reopen())
+    first = [{"role": "user", "content": "read a.py"}]
+    step = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+    ]
+    await session.add_items(first)
+    await session.add_items(step)
+    assert await session.pop_item() == step[1]
+    assert await session.get_items() == [*first, step[0]]
+    assert session.projected_items() == [*first, step[0]]
+    assert await session.pop_item() == step[0]
+    assert await session.pop_item() == first[0]
+    assert await session.pop_item() is None
+    kinds = [e.type for e in session.session.events()]
+    assert kinds == ["message", "message", "retraction", "message", "retraction", "retraction"]
+    await session.add_items([{"role": "user", "content": "again"}])
+    reopened = CtxfoldSession("pop", store=reopen())
+    assert await reopened.get_items() == [{"role": "user", "content": "again"}]
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_clear_session_appends_a_reset_and_the_log_keeps_everything(
+    reopen: Callable[[], EventStore],
+) -> None:
+    session = CtxfoldSession("clear", store=reopen())
+    await session.add_items([{"role": "user", "content": "old"}])
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert session.projected_items() == []
+    await session.add_items([{"role": "user", "content": "new"}])
+    reopened = CtxfoldSession("clear", store=reopen())
+    assert await reopened.get_items() == [{"role": "user", "content": "new"}]
+    assert [e.type for e in reopened.session.events()] == ["message", "reset", "message"]
+
+
+async def test_the_runner_continues_after_a_cleared_session() -> None:
+    """After `clear_session` the next run starts from nothing, and only its items are kept."""
+    model = ScriptedModel()
+    session = CtxfoldSession("runner-clear", store=MemoryStore(), compactor=compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    await run_tasks(0, 1, session=session, model=model, config=config)
+    await session.clear_session()
+    await run_tasks(1, 1, session=session, model=model, config=config)
+    items = await session.get_items()
+    assert items[0] == {"content": "task 1: fix module 1", "role": "user"}
+    assert len(items) == 2 + 2 * CALLS_PER_TASK
+    assert model.requests[CALLS_PER_TASK + 1][1][0]["content"] == "task 1: fix module 1"
+
+
+@pytest.mark.guarantee("integration-pop-and-clear-append")
+async def test_the_cli_log_shows_the_retraction_and_the_reset(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxfold.cli import cli
+
+    path = tmp_path / "agent.db"
+    store = SQLiteStore(str(path))
+    session = CtxfoldSession("shown", store=store)
+    await session.add_items([{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}])
+    await session.pop_item()
+    await session.clear_session()
+    store.close()
+    result = CliRunner().invoke(cli, ["sessions", "log", "shown", "-d", f"sqlite:///{path}"])
+    assert result.exit_code == 0, result.output
+    kinds = [line.split()[1] for line in result.output.splitlines() if line.strip()]
+    assert kinds == ["message", "message", "retraction", "reset"]

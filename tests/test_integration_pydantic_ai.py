@@ -1,0 +1,325 @@
+"""CtxfoldCapability inside a real pydantic-ai agent (its `FunctionModel`, no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    CapabilityLoadDeltaPart,
+    CompactionPart,
+    InstructionBaselinePart,
+    InstructionDeltaPart,
+    InstructionPart,
+    LoadCapabilityCallPart,
+    LoadCapabilityReturnPart,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    ModelSettingsDeltaPart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    RetryPromptPart,
+    SpeechPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
+    ToolReturnPart,
+    ToolSearchCallPart,
+    ToolSearchReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ctxfold import InvalidInputError, MemoryStore
+from ctxfold.integrations import _pydantic_ai_messages as conv
+from ctxfold.integrations.pydantic_ai import CtxfoldCapability
+from ctxfold.protocols import EventStore
+from tests._integration import (
+    CALLS_PER_TASK,
+    MORE_TASKS,
+    TASKS,
+    WINDOW,
+    compactor,
+    logged_messages,
+    overflow_compactor,
+    reopen,
+    tokens,
+    tool_output,
+)
+
+__all__ = ["reopen"]
+
+WHEN = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+class Overflow(Exception):
+    """What a provider says when the prompt is too long (as `is_context_overflow` reads it)."""
+
+
+class Script:
+    """Per task: three calls to `read`, then an answer. Records every request it was sent."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.overflows = 0
+        self.requests: list[list[ModelMessage]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.requests.append(list(messages))
+        if self.overflows:
+            self.overflows -= 1
+            raise Overflow("This model's maximum context length is 3000 tokens")
+        self.calls += 1
+        if self.calls % (CALLS_PER_TASK + 1):
+            args = {"path": f"src/mod_{self.calls}.py"}
+            return ModelResponse(parts=[ToolCallPart("read", args, tool_call_id=f"c{self.calls}")])
+        return ModelResponse(parts=[TextPart(f"done {self.calls}")])
+
+
+def make_agent(script: Script, capability: CtxfoldCapability) -> Agent[None, str]:
+    agent = Agent(FunctionModel(script), instructions="Fix the bug.", capabilities=[capability])
+
+    @agent.tool_plain
+    def read(path: str) -> str:
+        """Read a file."""
+        return tool_output(path)
+
+    return agent
+
+
+async def run_tasks(
+    agent: Agent[None, str], first: int, count: int, history: list[ModelMessage]
+) -> list[ModelMessage]:
+    for task in range(first, first + count):
+        result = await agent.run(f"task {task}", message_history=history, conversation_id="pa")
+        history = result.all_messages()
+    return history
+
+
+def assert_valid(messages: Sequence[ModelMessage]) -> None:
+    """Each tool return answers a call of the response right before it, and each call of a
+    response is answered in the request right after it."""
+    waiting: set[str] = set()
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            assert not waiting, f"message {index}: calls {sorted(waiting)} left unanswered"
+            waiting = {p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)}
+            continue
+        returns = {p.tool_call_id for p in message.parts if isinstance(p, ToolReturnPart)}
+        assert returns == waiting, f"message {index} answers {returns}, not {waiting}"
+        waiting = set()
+
+
+def request_tokens(messages: Sequence[ModelMessage]) -> int:
+    converted = [
+        m for i, message in enumerate(messages) for m in conv.to_messages(message, index=i)
+    ]
+    return tokens(converted, "Fix the bug.")
+
+
+@pytest.mark.guarantee("integration-framework-state-kept")
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+@pytest.mark.guarantee("integration-requests-valid-and-within-window")
+async def test_long_tool_calling_agent_stays_valid_within_the_window_and_logs_each_part_once(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A 48-turn tool-calling agent over a 3,000-token window: every request is valid and
+    fits, `all_messages()` still returns everything, the log holds each message once, and a new
+    process over a new connection continues the conversation without duplicates."""
+    script = Script()
+    capability = CtxfoldCapability(store=reopen(), compactor=compactor())
+    history = await run_tasks(make_agent(script, capability), 0, TASKS, [])
+    restarted = CtxfoldCapability(store=reopen(), compactor=compactor())
+    history = await run_tasks(make_agent(script, restarted), TASKS, MORE_TASKS, history)
+
+    assert script.calls == (TASKS + MORE_TASKS) * (CALLS_PER_TASK + 1) >= 40
+    for request in script.requests:
+        assert_valid(request)
+        assert request_tokens(request) <= WINDOW
+    assert len(history) == (TASKS + MORE_TASKS) * (2 + 2 * CALLS_PER_TASK)
+    assert max(len(r) for r in script.requests) < len(history)
+    logged = logged_messages(restarted.session("pa"))
+    expected = [m for i, message in enumerate(history) for m in conv.to_messages(message, index=i)]
+    assert [m.replace(extra={}) for m in logged] == [m.replace(extra={}) for m in expected]
+    assert any(e.type == "compaction" for e in restarted.session("pa").events())
+
+
+def every_request_part() -> ModelRequest:
+    retry = RetryInfo("model_retry")
+    return ModelRequest(
+        parts=[
+            SystemPromptPart("rules", timestamp=WHEN),
+            InstructionBaselinePart(instructions=[InstructionPart("base")]),
+            UserPromptPart(["look at", "this"], timestamp=WHEN),
+            ToolAvailabilityDeltaPart(tools_added=["grep"]),
+            ToolReturnPart("read", "file text", tool_call_id="c1", timestamp=WHEN),
+            ToolReturnPart("read", {"rows": [1, 2]}, tool_call_id="c2", timestamp=WHEN),
+            ToolSearchReturnPart(
+                content={"discovered_tools": [{"name": "grep"}]}, tool_call_id="c3", timestamp=WHEN
+            ),
+            LoadCapabilityReturnPart(
+                content={"message": "loaded"}, tool_call_id="c4", timestamp=WHEN
+            ),
+            RetryFeedbackPart("try again", retry=retry, timestamp=WHEN),
+            CapabilityLoadDeltaPart(loaded=["x"]),
+            ModelSettingsDeltaPart(settings={"temperature": 0.1}),
+            InstructionDeltaPart(id="d1", content="more"),
+            CompactionPart("earlier work"),
+            SpeechPart(speaker="user", transcript="spoken"),
+        ],
+        timestamp=WHEN,
+        instructions="be brief",
+        run_id="run-1",
+        conversation_id="conv",
+        metadata={"k": "v"},
+    )
+
+
+def every_response_part() -> ModelResponse:
+    return ModelResponse(
+        parts=[
+            ThinkingPart("thinking it over", signature="sig"),
+            TextPart("calling"),
+            ToolCallPart("read", {"path": "a.py"}, tool_call_id="c1"),
+            ToolCallPart("read", '{"path": "b.py"}', tool_call_id="c2"),
+            ToolSearchCallPart(args={"queries": ["grep"]}, tool_call_id="c3"),
+            LoadCapabilityCallPart(args={"id": "x"}, tool_call_id="c4"),
+            NativeToolCallPart("web_search", {"q": "x"}, tool_call_id="n1"),
+            NativeToolReturnPart("web_search", {"hits": 1}, tool_call_id="n1", timestamp=WHEN),
+        ],
+        model_name="m",
+        timestamp=WHEN,
+        provider_response_id="resp-1",
+    )
+
+
+def round_trip(history: Sequence[ModelMessage]) -> list[ModelMessage]:
+    pieces = [
+        (conv.group_key(m), conv.to_model_message(m))
+        for i, message in enumerate(history)
+        for m in conv.to_messages(message, index=i)
+    ]
+    return conv.regroup(pieces)
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+def test_every_part_type_round_trips_and_requests_regroup() -> None:
+    """Every request and response part pydantic-ai defines comes back as pydantic-ai's own
+    message serializer gives it back; a request split into several messages is regrouped into
+    the one request it was."""
+    history: list[ModelMessage] = [every_response_part(), every_request_part()]
+    stored_by_pydantic_ai = ModelMessagesTypeAdapter.validate_json(
+        ModelMessagesTypeAdapter.dump_json(history)
+    )
+    assert round_trip(history) == stored_by_pydantic_ai
+    # That serializer itself keeps neither a settings delta's settings nor an instruction
+    # delta's id; every other part comes back equal to what went in.
+    lossy = (ModelSettingsDeltaPart, InstructionDeltaPart)
+    request = round_trip(history)[1]
+    assert isinstance(request, ModelRequest)
+    kept = [p for p in request.parts if not isinstance(p, lossy)]
+    assert kept == [p for p in every_request_part().parts if not isinstance(p, lossy)]
+    assert round_trip(history)[0] == history[0]
+
+
+def test_request_parts_become_messages_in_their_roles() -> None:
+    """System, user, tool returns (answering their calls) and retry feedback each become a
+    message; settings parts ride with the next speaking part; thinking rides in extra."""
+    split = conv.to_messages(every_request_part(), index=0)
+    assert [m.role for m in split] == ["system", "user", "tool", "tool", "tool", "tool", "user"]
+    assert [m.tool_call_id for m in split if m.role == "tool"] == ["c1", "c2", "c3", "c4"]
+    (response,) = conv.to_messages(every_response_part(), index=1)
+    assert response.content == "calling"
+    assert [c.id for c in response.tool_calls] == ["c1", "c2", "c3", "c4"]
+    assert "thinking it over" not in response.text
+
+
+def test_a_legacy_retry_prompt_is_a_tool_message_when_it_answers_a_call() -> None:
+    with pytest.warns(Warning, match="RetryPromptPart. is deprecated"):
+        for_call = RetryPromptPart("bad args", tool_name="read", tool_call_id="c1")
+        free = RetryPromptPart("no output")
+    split = conv.to_messages(ModelRequest(parts=[for_call, free]), index=0)
+    assert [(m.role, m.tool_call_id) for m in split] == [("tool", "c1"), ("user", None)]
+
+
+def test_a_cleared_tool_return_keeps_its_part_with_the_new_content() -> None:
+    tool = conv.to_messages(every_request_part(), index=0)[2]
+    back = conv.to_model_message(tool.replace(content="[cleared]"))
+    assert isinstance(back, ModelRequest)
+    returned = [p for p in back.parts if isinstance(p, ToolReturnPart)]
+    assert [(p.tool_call_id, p.content) for p in returned] == [("c1", "[cleared]")]
+
+
+class Unstorable:
+    """A value no JSON encoder knows."""
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+async def test_bad_input_is_refused_by_position_and_nothing_is_written() -> None:
+    """A history entry that is not a pydantic-ai message is named, and none of the history is
+    logged."""
+    script = Script()
+    capability = CtxfoldCapability(store=MemoryStore(), compactor=compactor())
+    agent = make_agent(script, capability)
+    bad: list[Any] = [
+        ModelRequest(parts=[UserPromptPart("fine")]),
+        ModelResponse(parts=[ToolCallPart("read", {"path": "a.py"}, tool_call_id="x1")]),
+        ModelRequest(parts=[ToolReturnPart("read", Unstorable(), tool_call_id="x1")]),
+    ]
+    with pytest.raises(InvalidInputError, match=r"message 2 \(request\) cannot be stored as JSON"):
+        await agent.run("go", message_history=bad, conversation_id="pa-bad")
+    assert capability.session("pa-bad").events() == []
+    with pytest.raises(InvalidInputError, match="message 4 is a dict"):
+        conv.to_messages({"role": "user"}, index=4)
+
+
+@pytest.mark.parametrize("conversation_id", [12, b"bytes"])
+async def test_a_conversation_id_that_is_not_a_string_is_refused(conversation_id: Any) -> None:
+    capability = CtxfoldCapability(store=MemoryStore())
+    with pytest.raises(InvalidInputError, match="conversation id"):
+        capability.session(conversation_id)
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_an_overflow_is_recovered_and_retried_once() -> None:
+    """After the overflow the capability compacts and makes one more attempt, with less; a
+    second overflow in a row reaches the caller."""
+    script = Script()
+    capability = CtxfoldCapability(store=MemoryStore(), compactor=overflow_compactor())
+    agent = make_agent(script, capability)
+    history = await run_tasks(agent, 0, 5, [])
+    script.overflows = 1
+    history = await run_tasks(agent, 5, 1, history)
+    failed, retried = script.requests[-5], script.requests[-4]
+    assert request_tokens(retried) < request_tokens(failed)
+    assert_valid(retried)
+    script.overflows = 2
+    with pytest.raises(Overflow):
+        await run_tasks(agent, 6, 1, history)
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+async def test_a_history_that_does_not_continue_the_log_is_refused() -> None:
+    """Messages are matched to the log by position, so a run given an older or different
+    history for the same conversation id is refused with an error, and nothing is written."""
+    script = Script()
+    capability = CtxfoldCapability(store=MemoryStore(), compactor=compactor())
+    agent = make_agent(script, capability)
+    history = await run_tasks(agent, 0, 1, [])
+    before = len(capability.session("pa").events())
+    with pytest.raises(InvalidInputError, match="does not continue what ctxfold logged"):
+        await run_tasks(agent, 1, 1, [])
+    assert len(capability.session("pa").events()) == before
+    await run_tasks(agent, 1, 1, history)
