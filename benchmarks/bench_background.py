@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks._common import UNAVAILABLE, ratio, rounded, summarize
 from ctxfold.compactor import Compactor
 from ctxfold.demo_session import generate
-from ctxfold.events import COMPACTION
+from ctxfold.events import COMPACTION, MASK
 from ctxfold.messages import Message, validate
 from ctxfold.protocols import TokenCounter
 from ctxfold.storage import MemoryStore
@@ -43,7 +43,8 @@ COLUMNS = [
     "summarizer sleep s",
     "model time s",
     "requests",
-    "compactions landed",
+    "landing turns",
+    "summaries landed",
     "summarizer calls",
     "landing turn p50 ms",
     "landing turn p95 ms",
@@ -86,7 +87,7 @@ class _Run:
     other_ms: list[float] = field(default_factory=list)
     peak: int = 0
     invalid: int = 0
-    compactions: int = 0
+    summaries: int = 0
     calls: int = 0
     wall_s: float = 0.0
 
@@ -112,10 +113,10 @@ def _replay(
             compactor.maybe_compact(session)
             wait_ms = (waited + time.perf_counter() - t0) * 1_000
             waited = 0.0
-            landed = [e for e in session.events(after=seen) if e.type == COMPACTION]
+            landed = [e for e in session.events(after=seen) if e.type in (COMPACTION, MASK)]
             seen = session.last_seq
             (out.landing_ms if landed else out.other_ms).append(wait_ms)
-            out.compactions += len(landed)
+            out.summaries += sum(1 for e in landed if e.data.get("kind") == "summary")
             out.requests += 1
             out.peak = max(out.peak, compactor.estimate(session))
             out.invalid += sum(1 for p in validate(session.messages()) if p.severity == "error")
@@ -138,7 +139,8 @@ def _row(mode: str, plan: dict[str, Any], run: _Run | None) -> list[object]:
         plan["summary_s"],
         plan["model_s"],
         run.requests,
-        run.compactions,
+        len(run.landing_ms),
+        run.summaries,
         run.calls,
         rounded(landing.median) if landing else "—",
         rounded(landing.p95) if landing else "—",
@@ -170,9 +172,12 @@ def run(quick: bool = False) -> dict[str, Any]:
         "(a model request) the loop calls `compactor.maybe_compact(session)`, then sleeps for "
         "the model's time, then appends the answer.",
         "A turn's wait: its appends plus `maybe_compact`, in milliseconds. Landing turns are "
-        "those after whose check a compaction event is in the log (one that landed in between "
-        "counts for the next check); p50 and p95 over them, and over the other turns. Landing "
-        "p95 / summarizer sleep near or above 1 means the turn waited for the summary.",
+        "those after whose check the log holds a new edit (a compaction or mask event; one "
+        "that landed in between counts for the next check); some land tool-output clearing "
+        "only and never wait for the summarizer. Summaries landed counts summary compaction "
+        "events. p50 and p95 over the landing turns and over the others; landing p95 / "
+        "summarizer sleep near or above 1 means the turn waited for the summary (above 1: for "
+        "more than one summarizer call).",
         "Peak tok: the compactor's estimate after each check, highest of the run; invalid: "
         "validity errors over every request (should be 0).",
     ]
