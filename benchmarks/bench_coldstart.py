@@ -30,7 +30,6 @@ from benchmarks._common import (
     rounded,
     summarize,
 )
-from ctxfold.events import NewEvent
 from ctxfold.messages import Message
 from ctxfold.messages.openai import to_openai
 from ctxfold.storage import SQLiteStore
@@ -71,10 +70,12 @@ def _agents_available() -> bool:
 
 
 def _write_ctxfold(path: Path, history: Sequence[Message]) -> None:
+    # Through Session.append, as an application writes: whatever the session keeps beside the
+    # log for a later start (a snapshot, say) is kept here too.
     with SQLiteStore(path) as store:
+        session = store.session(SESSION_ID)
         for start in range(0, len(history), SETUP_BATCH):
-            batch = history[start : start + SETUP_BATCH]
-            store.append(SESSION_ID, [NewEvent.message(m) for m in batch])
+            session.append(history[start : start + SETUP_BATCH])
 
 
 def _write_agents(path: Path, history: Sequence[Message]) -> None:
@@ -165,7 +166,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         rows = [_measure(size, messages, quick, Path(folder)) for size in sizes]
     notes = [
         f"Sessions of N message events cycled from {source}, written beforehand (not timed) "
-        "into a ctxfold SQLiteStore file and an agents.SQLiteSession file.",
+        f"in appends of {SETUP_BATCH:,} messages: `Session.append` into a ctxfold SQLiteStore "
+        "file, `add_items` into an agents.SQLiteSession file.",
         "ctxfold ms: in a new process, `SQLiteStore(path)`, `store.session(id, counter=c)`, "
         "`session.messages()`, then `compactor.should_compact(session)` and "
         "`compactor.estimate(session)` with Compactor(Budget.for_model('gpt-4o'), counter=c), "
