@@ -17,6 +17,10 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-demo
 
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/activate
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $@
+
 demo: $(VENV)/.installed-demo
 	$(BIN)/ctxfold demo
 
@@ -30,7 +34,8 @@ typecheck: $(VENV)/.installed-test
 test: lint typecheck
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.installed-test
+# Every topic at full size, peers included; writes benchmarks/results/. Takes several minutes.
+bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -1,9 +1,22 @@
-"""ctxfold's benchmarks: `python -m benchmarks [topic ...] [--quick]`.
+"""ctxfold's benchmarks: `python -m benchmarks [topic ...] [--quick] [--out DIR]`.
 
 Each `bench_<topic>.py` module has ``run(quick: bool = False) -> dict`` returning
 ``{"title": str, "columns": [...], "rows": [[...], ...], "notes": [...]}``; the runner in
-`__main__` writes ``results/<topic>.json`` and ``results/<topic>.md``. Benchmarks are never timed
-inside the test suite; a smoke test may call ``run(quick=True)``.
+`__main__` adds a note naming the machine and writes ``results/<topic>.json`` and
+``results/<topic>.md``. A new topic is a new ``bench_<topic>.py``; nothing else to register.
+
+The topics measure what a user calls, the public API, with the peers side by side in the same
+run, as ratios of medians (`benchmarks._common` says how samples are summarised):
+
+- ``turn``: `Session.append` + `Compactor.should_compact` per turn, against recounting;
+- ``coldstart``: a new process loading a session, against `agents.SQLiteSession`;
+- ``writes``: `Session.append` throughput, against `agents.SQLiteSession.add_items`;
+- ``messages``: `Session.messages()` after one append;
+- ``replay``: `ctxfold.replay.replay` against one tiktoken pass, with its fidelity figures;
+- ``background``: the wait of the turn at which a compaction lands.
+
+Benchmarks are never timed inside the test suite; smoke tests call ``run(quick=True)`` and check
+the shape of the result, never a speed.
 """
 
 from __future__ import annotations

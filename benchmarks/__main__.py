@@ -14,13 +14,13 @@ import argparse
 import importlib
 import json
 import pkgutil
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import benchmarks
+from benchmarks._common import machine, machine_note
 
 RESULTS = benchmarks.ROOT / "results"
 KEYS = ("title", "columns", "rows", "notes")
@@ -36,7 +36,8 @@ def topics() -> list[str]:
 
 
 def run_topic(topic: str, quick: bool = False) -> dict[str, Any]:
-    """Run one benchmark and check its result has the agreed shape."""
+    """Run one benchmark, check its result has the agreed shape, and add a note naming the
+    machine (cores, Python, load) to it, so that every table says where it was measured."""
     module = importlib.import_module(f"benchmarks.bench_{topic}")
     result: dict[str, Any] = module.run(quick=quick)
     missing = [key for key in KEYS if key not in result]
@@ -48,6 +49,8 @@ def run_topic(topic: str, quick: bool = False) -> dict[str, Any]:
             raise ValueError(
                 f"bench_{topic} row {number} has {len(row)} cells for {width} columns: {row!r}"
             )
+    if not any(str(note).startswith("Machine:") for note in result["notes"]):
+        result["notes"] = [*result["notes"], machine_note()]
     return result
 
 
@@ -78,12 +81,7 @@ def write_result(topic: str, result: dict[str, Any], out: Path) -> None:
     """Write ``<topic>.json`` (the result plus the machine it ran on) and ``<topic>.md``."""
     out.mkdir(parents=True, exist_ok=True)
     record = dict(result)
-    record["environment"] = {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "machine": platform.machine(),
-        "system": platform.system(),
-    }
+    record["environment"] = machine()
     (out / f"{topic}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     (out / f"{topic}.md").write_text(render_markdown(result), encoding="utf-8")
 

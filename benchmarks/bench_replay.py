@@ -1,17 +1,28 @@
-"""Replaying real agent transcripts as a live agent would, with compaction on.
+"""Replaying real agent transcripts as a live agent would: what it costs and what it keeps.
 
-Each shared transcript is played into a fresh session message by message through
-`ctxfold.replay.replay`: before every model request the compactor's automatic trigger runs, as an
-agent loop calls `maybe_compact` before sending. One run per transcript and window with the default
-ladder (ClearToolResults → Summarize → SlidingWindow) and the default extractive summarizer, plus
-one set with the reference ladder (ClearToolResults → SlidingWindow → Summarize) for comparison.
+Each shared transcript is played into a fresh in-memory session message by message through
+`ctxfold.replay.replay`, with the compactor built exactly as ``ctxfold replay`` builds it
+(`ctxfold.cli.replay.run_replay`): `Compactor(Budget(window=W), counter=counter("auto"))`, so
+the default extractive summarizer counts with the same exact counter as the CLI, and the
+compaction counts here are the CLI's. Before every model request the automatic trigger runs, as
+an agent loop calls `maybe_compact` before sending.
 
-What the figures mean is written out in the notes of the result, so the table stands on its own.
+Two kinds of figure per transcript and window:
+
+- speed: the median wall time of the plain replay (nothing but the public call), as a ratio to
+  one tiktoken pass over the transcript's text (`encode_ordinary` with the o200k encoding of
+  ctxfold's exact counter), the least any exact count of the transcript can cost;
+- fidelity, from one more replay with every request checked: compactions, requests that a
+  provider would reject, what the summarizer read against the history, identifiers kept.
+
+Windows 8k, 16k and 32k with the default ladder (ClearToolResults -> Summarize ->
+SlidingWindow), one with no compaction at all (a window far above any transcript), and 16k with
+the reference ladder (ClearToolResults -> SlidingWindow -> Summarize) for comparison. What the
+figures mean is written out in the notes of the result, so the table stands on its own.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,24 +30,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import TRANSCRIPTS
+from benchmarks._common import BenchmarkError, plural, summarize
 from ctxfold.compactor import CompactionReport, Compactor
 from ctxfold.demo_session import generate
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Summarize
 from ctxfold.protocols import TokenCounter
-from ctxfold.replay import replay
+from ctxfold.replay import ReplayResult, replay
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
-from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.summarizers.identifiers import extract_identifiers, kind_of
-from ctxfold.tokens import Budget
+from ctxfold.tokens import Budget, TiktokenCounter
 from ctxfold.tokens import counter as make_counter
 
-WINDOWS = (8_000, 16_000, 32_000)
-REFERENCE_WINDOW = 16_000
-QUICK_WINDOWS = (16_000,)
+NO_COMPACTION = 1_000_000
+"""A window (tokens) far above any shared transcript: the trigger never fires."""
+SETS = (
+    ("default", 8_000),
+    ("default", 16_000),
+    ("default", 32_000),
+    ("none", NO_COMPACTION),
+    ("reference", 16_000),
+)
+QUICK_SETS = (
+    ("default", 8_000),
+    ("default", 16_000),
+    ("none", NO_COMPACTION),
+    ("reference", 16_000),
+)
+FULL_REPS = 5
 READ_TARGET = 1.5
 """The issue's bound on summarizer reading: under 1.5× the tokens of the whole history."""
 
@@ -66,14 +90,17 @@ COLUMNS = [
     "verifier kept %",
     "invalid",
     "cache reuse %",
-    "ms/turn mean",
-    "ms/turn p95",
+    "tiktoken pass ms",
+    "replay ms",
+    "replay range %",
+    "replay / tiktoken pass",
 ]
 
 
 @dataclass
 class Figures:
-    """The raw numbers of one replay (or of several, added up for a totals row)."""
+    """The raw numbers of one transcript at one window (or of several, added up for a totals
+    row): fidelity from the checked replay, times from the plain ones."""
 
     name: str
     ladder: str
@@ -101,7 +128,12 @@ class Figures:
     remarks: int = 0
     requested: int = 0
     reused: int = 0
-    turn_ms: list[float] = field(default_factory=list)
+    tiktoken_ms: float = 0.0
+    """Median milliseconds of one tiktoken pass over the transcript's text."""
+    replay_ms: float = 0.0
+    """Median milliseconds of the plain replay."""
+    replay_range: float = 0.0
+    """(slowest - fastest) / median of the plain replays, in percent."""
     missing: Counter[str] = field(default_factory=Counter)
     """Summarized identifiers absent from the final view, by kind (path, command, id, ...)."""
     short: list[str] = field(default_factory=list)
@@ -134,90 +166,81 @@ class Figures:
             _percent(self.verifier_kept, self.verifier_kept + self.verifier_left_out),
             self.invalid,
             _percent(self.reused, self.requested),
-            statistics.fmean(self.turn_ms) if self.turn_ms else "—",
-            _p95(self.turn_ms),
+            round(self.tiktoken_ms, 1),
+            round(self.replay_ms, 1),
+            round(self.replay_range, 1),
+            _ratio(self.replay_ms, self.tiktoken_ms),
         ]
 
 
 def total(name: str, runs: Sequence[Figures]) -> Figures:
-    """One row for a set of runs at the same window and ladder: counts added, peak the highest,
-    per-turn times pooled; ratios are then taken over the sums."""
+    """One row for a set of runs at the same window and ladder: counts and times added, peak
+    the highest; ratios are then taken over the sums, the range is the widest."""
     out = Figures(name, runs[0].ladder, runs[0].window, runs[0].trigger, runs[0].target)
     added = [
         "messages", "history", "requests", "compactions", "over_target", "final", "calls",
         "read", "record", "ids", "summarized", "summarized_kept", "dropped", "in_final",
         "verifier_kept", "verifier_left_out", "invalid", "remarks", "requested", "reused",
+        "tiktoken_ms", "replay_ms",
     ]  # fmt: skip
     for run in runs:
         for key in added:
             setattr(out, key, getattr(out, key) + getattr(run, key))
         out.peak = max(out.peak, run.peak)
-        out.turn_ms.extend(run.turn_ms)
+        out.replay_range = max(out.replay_range, run.replay_range)
         out.missing.update(run.missing)
         out.short.extend(run.short)
     return out
 
 
+def compactor_for(
+    window: int, ladder: str, counter: TokenCounter, kind: type[Compactor] = Compactor
+) -> Compactor:
+    """The compactor ``ctxfold replay --window W`` builds (`run_replay`), or the same with the
+    reference ladder; "none" is the default compactor at a window nothing reaches."""
+    pipeline = None
+    if ladder == "reference":
+        pipeline = Pipeline([ClearToolResults(), SlidingWindow(), Summarize()])
+    return kind(Budget(window=window), pipeline, counter=counter)
+
+
+def replay_plain(
+    messages: Sequence[Message], window: int, ladder: str, counter: TokenCounter
+) -> tuple[ReplayResult, float]:
+    """One replay through the public call alone; its result and wall seconds (session and
+    compactor built inside the clock, as the CLI builds them for each run)."""
+    started = time.perf_counter()
+    session = MemoryStore().session("replay", counter=counter)
+    result = replay(session, messages, compactor_for(window, ladder, counter), counter=counter)
+    return result, time.perf_counter() - started
+
+
 class _Metered:
-    """The extractive summarizer, with the size of every request's text (instructions and the
-    framed record) counted on the way in: what an LLM summarizer would have been sent."""
+    """Wraps the compactor's own summarizer and counts the text of every request on the way in
+    (instructions and the framed record): what an LLM summarizer would have been sent."""
 
-    name = "extractive"
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.inner = ExtractiveSummarizer()
+    def __init__(self, inner: Any, counter: TokenCounter) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "extractive")
         self.counter = counter
         self.sent = 0
 
     def __call__(self, request: SummaryRequest) -> SummaryResult:
         self.sent += self.counter.count_text(request.prompt)
-        return self.inner(request)
-
-
-class _Clock:
-    """Wall time of each turn: the appends since the previous request plus the trigger check
-    and any compaction; validating the request afterwards is left out."""
-
-    def __init__(self) -> None:
-        self.pending = 0.0
-        self.inside = False
-        self.turns_ms: list[float] = []
-
-
-class _TimedSession(Session):
-    def __init__(self, clock: _Clock, counter: TokenCounter) -> None:
-        super().__init__(MemoryStore(), "replay", counter=counter)
-        self.clock = clock
-
-    def append(self, items: Any, *, expected_seq: int | None = None) -> Any:
-        if self.clock.inside:  # the compactor's own append is timed with its run
-            return super().append(items, expected_seq=expected_seq)
-        started = time.perf_counter()
-        try:
-            return super().append(items, expected_seq=expected_seq)
-        finally:
-            self.clock.pending += time.perf_counter() - started
+        result: SummaryResult = self.inner(request)
+        return result
 
 
 class _CheckedCompactor(Compactor):
-    """Times every trigger check, then validates the request the model would be sent."""
+    """Validates, after every trigger check, the request the model would be sent."""
 
-    def __init__(self, clock: _Clock, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.clock = clock
         self.problems = 0
         self.remarks = 0
 
     def maybe_compact(self, session: Session) -> CompactionReport | None:
-        self.clock.inside = True
-        started = time.perf_counter()
-        try:
-            report = super().maybe_compact(session)
-        finally:
-            self.clock.inside = False
-        spent = time.perf_counter() - started + self.clock.pending
-        self.clock.turns_ms.append(spent * 1_000)
-        self.clock.pending = 0.0
+        report = super().maybe_compact(session)
         found = validate(session.messages())
         errors = sum(1 for p in found if p.severity == "error")
         self.problems += errors
@@ -228,16 +251,13 @@ class _CheckedCompactor(Compactor):
 def replay_one(
     name: str, messages: Sequence[Message], window: int, ladder: str, counter: TokenCounter
 ) -> Figures:
-    """Replay `messages` at `window` with the "default" or "reference" ladder; its figures."""
-    clock = _Clock()
-    summarizer = _Metered(counter)
-    pipeline = None
-    if ladder == "reference":
-        pipeline = Pipeline([ClearToolResults(), SlidingWindow(), Summarize()])
-    compactor = _CheckedCompactor(
-        clock, Budget(window=window), pipeline, summarizer=summarizer, counter=counter
-    )
-    session = _TimedSession(clock, counter)
+    """Replay `messages` at `window` with the "default", "reference" or "none" ladder, every
+    request checked; its fidelity figures (no times)."""
+    compactor = compactor_for(window, ladder, counter, _CheckedCompactor)
+    assert isinstance(compactor, _CheckedCompactor)
+    summarizer = _Metered(compactor.summarizer, counter)
+    compactor.summarizer = summarizer
+    session = MemoryStore().session("replay", counter=counter)
     result = replay(session, messages, compactor, counter=counter)
     reports = [c.report for c in result.compactions]
     out = Figures(name, ladder, result.window, result.trigger, result.target)
@@ -258,9 +278,20 @@ def replay_one(
     out.verifier_left_out = sum(r.identifiers_left_out for r in reports)
     out.invalid, out.remarks = compactor.problems, compactor.remarks
     out.requested, out.reused = result.requested_tokens, result.reused_tokens
-    out.turn_ms = clock.turns_ms
     _count_identifiers(out, messages, session)
     return out
+
+
+def tiktoken_pass(messages: Sequence[Message], counter: TokenCounter) -> float:
+    """Seconds of one `encode_ordinary` over all the text of `messages` (contents, tool call
+    names, arguments and ids) with the encoding of ctxfold's exact counter."""
+    encoding = counter.encoding if isinstance(counter, TiktokenCounter) else None
+    if encoding is None:
+        encoding = TiktokenCounter("o200k_base").encoding
+    text = _text(messages)
+    started = time.perf_counter()
+    encoding.encode_ordinary(text)
+    return time.perf_counter() - started
 
 
 def _count_identifiers(out: Figures, messages: Sequence[Message], session: Session) -> None:
@@ -315,7 +346,9 @@ def _text(messages: Iterable[Message]) -> str:
     return "\n".join(parts)
 
 
-def _sources(quick: bool) -> tuple[list[tuple[str, list[Message]]], list[str]]:
+def sources(quick: bool) -> tuple[list[tuple[str, list[Message]]], list[str]]:
+    """The transcripts replayed (the two shortest in a quick run), or a generated session when
+    they are absent; and a note saying which."""
     from ctxfold.messages.jsonl import read_jsonl
 
     paths = sorted(TRANSCRIPTS.glob("*.jsonl")) if TRANSCRIPTS.is_dir() else []
@@ -323,7 +356,7 @@ def _sources(quick: bool) -> tuple[list[tuple[str, list[Message]]], list[str]]:
         demo = generate(seed=7, steps=40 if quick else 300)
         note = f"{TRANSCRIPTS} is absent: a generated coding-agent session stands in for it."
         return [("demo (generated)", demo)], [note]
-    if quick:  # the two shortest keep a smoke run well under a second
+    if quick:
         paths = sorted(paths, key=lambda p: p.stat().st_size)[:2]
     return [(p.stem, read_jsonl(p)) for p in paths], []
 
@@ -331,27 +364,47 @@ def _sources(quick: bool) -> tuple[list[tuple[str, list[Message]]], list[str]]:
 def run(quick: bool = False) -> dict[str, Any]:
     """Replay every shared transcript at each window; one row per run plus a totals row per set."""
     counter = make_counter("auto")
-    sources, notes = _sources(quick)
-    windows = QUICK_WINDOWS if quick else WINDOWS
-    sets = [("default", w) for w in windows] + [("reference", REFERENCE_WINDOW)]
+    found, notes = sources(quick)
+    reps = 1 if quick else FULL_REPS
+    passes = {
+        name: summarize([tiktoken_pass(msgs, counter) for _ in range(reps)]).median * 1_000
+        for name, msgs in found
+    }
     rows: list[list[object]] = []
     runs: list[Figures] = []
-    for ladder, window in sets:
-        batch = [replay_one(name, msgs, window, ladder, counter) for name, msgs in sources]
+    for ladder, window in QUICK_SETS if quick else SETS:
+        batch = []
+        for name, msgs in found:
+            figures = replay_one(name, msgs, window, ladder, counter)
+            seconds = []
+            for _ in range(reps):
+                result, spent = replay_plain(msgs, window, ladder, counter)
+                seconds.append(spent)
+                if len(result.compactions) != figures.compactions:
+                    raise BenchmarkError(
+                        f"{name} at {window:,} ({ladder}): the plain replay made "
+                        f"{len(result.compactions)} compactions, the checked one "
+                        f"{figures.compactions}; the fidelity columns would not describe it"
+                    )
+            timing = summarize([s * 1_000 for s in seconds])
+            figures.tiktoken_ms = passes[name]
+            figures.replay_ms, figures.replay_range = timing.median, timing.range_percent
+            batch.append(figures)
         runs.extend(batch)
         rows.extend(f.row() for f in batch)
         rows.append(total(f"all ({len(batch)})", batch).row())
     return {
-        "title": "Replaying agent transcripts with compaction on",
+        "title": "Replaying agent transcripts: cost against one tiktoken pass, and what is kept",
         "columns": COLUMNS,
         "rows": rows,
-        "notes": notes + _notes(runs, counter),
+        "notes": notes + _notes(runs, counter, reps),
     }
 
 
-def _notes(runs: Sequence[Figures], counter: TokenCounter) -> list[str]:
-    worst = max(runs, key=lambda f: f.read / f.history if f.history else 0.0)
-    missed = [f for f in runs if f.history and f.read / f.history >= READ_TARGET]
+def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[str]:
+    compacting = [f for f in runs if f.ladder != "none"]
+    worst = max(compacting, key=lambda f: f.read / f.history if f.history else 0.0)
+    missed = [f for f in compacting if f.history and f.read / f.history >= READ_TARGET]
     verdict = (
         f"met in every run (highest {worst.read / worst.history:.2f}× for {worst.name} at "
         f"{worst.window:,} with the {worst.ladder} ladder)"
@@ -359,16 +412,29 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter) -> list[str]:
         else "missed in " + ", ".join(f"{f.name} at {f.window:,} ({f.ladder})" for f in missed)
     )
     remarks = sum(f.remarks for f in runs)
-    most = max(runs, key=lambda f: f.record / f.history if f.history else 0.0)
+    most = max(compacting, key=lambda f: f.record / f.history if f.history else 0.0)
     missing: Counter[str] = Counter()
     for f in runs:
         missing.update(f.missing)
     lost = ", ".join(f"{kind} {n:,}" for kind, n in missing.most_common()) or "none"
     short = "; ".join(s for f in runs for s in f.short) or "none"
     return [
-        f"Tokens are counted exactly with {getattr(counter, 'name', counter)}; every run uses a "
-        "fresh in-memory session, Budget(window=W) defaults (trigger = window - reserve, target "
-        "= 40% of the window) and the default extractive summarizer.",
+        "Each run: `replay(MemoryStore().session(...), messages, compactor, counter=c)` "
+        "(ctxfold.replay) with c = counter('auto') and compactor = Compactor(Budget(window=W), "
+        f"counter=c), as `ctxfold replay --window W` runs it; tokens are counted exactly "
+        f"with {getattr(counter, 'name', counter)}, by the compactor and by its default "
+        "extractive summarizer alike. Ladder 'none' is that compactor at a "
+        f"{NO_COMPACTION:,}-token window, which no transcript reaches: the cost of replaying "
+        "and counting alone. Budget(window=W) defaults: trigger = window - reserve, target = "
+        "40% of the window.",
+        "Speed: tiktoken pass ms is the median of one `encode_ordinary` over all the "
+        "transcript's text (contents, tool names, arguments, call ids, joined) with the o200k "
+        "encoding of ctxfold's exact counter; replay ms the median wall time of the plain "
+        "replay (building the session and compactor included), over "
+        f"{plural(reps, 'repetition')} each; replay range % is (slowest - fastest) / median; "
+        "replay / tiktoken pass divides the medians (totals rows: the sums). The fidelity "
+        "figures come from one more replay per row whose every request is validated, not "
+        "timed; its compactions are checked equal to the plain replays'.",
         "A request is what the model would be sent before each assistant message (and at the end "
         "when the transcript stops on a user or tool message). Peak and final tok are the "
         "compactor's estimate of the projected history at those requests, after any compaction; "
@@ -394,22 +460,12 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter) -> list[str]:
         f"would be sent; should be 0. Informational findings are not counted ({remarks:,} in "
         "all, e.g. call ids reused by the original tau transcripts, which the checker notes). "
         "Cache reuse %: share of all request tokens that repeat the previous request's prefix.",
-        "Time per turn: the appends since the previous request plus the trigger check and any "
-        "compaction, in milliseconds; validation is not timed. Totals rows add counts, take the "
-        "highest peak and pool the turns.",
     ]
 
 
-def _ratio(part: int, whole: int) -> float | str:
+def _ratio(part: float, whole: float) -> float | str:
     return round(part / whole, 2) if whole else "—"
 
 
 def _percent(part: int, whole: int) -> float | str:
     return round(100 * part / whole, 1) if whole else "—"
-
-
-def _p95(samples: Sequence[float]) -> float | str:
-    if not samples:
-        return "—"
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]

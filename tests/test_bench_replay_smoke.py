@@ -1,16 +1,23 @@
-"""The replay benchmark runs end to end on a small selection and reports sane figures (not timed).
+"""The replay benchmark runs end to end on a small selection, reports sane figures (not timed),
+and counts exactly as ``ctxfold replay`` does, so its compaction counts are the CLI's.
 
-It replays the shared transcripts when present (a generated session otherwise), so it never
-skips; `run(quick=True)` keeps it to one window and the two shortest transcripts.
+It replays the shared transcripts when present (a generated session otherwise), so the shape
+checks never skip; `run(quick=True)` keeps it to the two shortest transcripts and one
+repetition. The agreement with the CLI is checked on every shared transcript at 8k and 16k.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests._cli import run_cli
+from tests.conftest import transcript_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,8 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     """The replay benchmark module, importable however pytest was started."""
-    import sys
-
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from benchmarks import bench_replay
@@ -39,9 +44,13 @@ def _column(result: dict[str, Any], name: str) -> list[Any]:
     return [row[index] for row in result["rows"]]
 
 
+def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(zip(result["columns"], row, strict=True)) for row in result["rows"]]
+
+
 def test_quick_run_returns_the_agreed_shape(result: dict[str, Any]) -> None:
     """run(quick=True) gives a title, notes, and rows as wide as the columns, each set closed by
-    a totals row, for both the default and the reference ladder."""
+    a totals row, for the default ladder, no compaction, and the reference ladder."""
     assert isinstance(result["title"], str) and result["title"]
     assert result["notes"] and all(isinstance(n, str) for n in result["notes"])
     assert result["rows"]
@@ -49,7 +58,8 @@ def test_quick_run_returns_the_agreed_shape(result: dict[str, Any]) -> None:
         assert len(row) == len(result["columns"])
     names = _column(result, "transcript")
     assert str(names[-1]).startswith("all (")
-    assert set(_column(result, "ladder")) == {"default", "reference"}
+    assert set(_column(result, "ladder")) == {"default", "none", "reference"}
+    assert {8_000, 16_000} <= set(_column(result, "window"))
 
 
 @pytest.mark.guarantee("under-target-no-op")
@@ -64,8 +74,7 @@ def test_requests_stay_inside_the_window_and_reading_stays_under_the_bound(
 ) -> None:
     """No request is bigger than the window, a compacted run ends smaller than its history, and
     the summarizer reads less than 1.5x the history."""
-    for row in result["rows"]:
-        cells = dict(zip(result["columns"], row, strict=True))
+    for cells in _rows(result):
         assert 0 < cells["peak tok"] <= cells["window"]
         if cells["compactions"]:
             assert cells["final tok"] < cells["history tok"]
@@ -73,20 +82,35 @@ def test_requests_stay_inside_the_window_and_reading_stays_under_the_bound(
         assert cells["trigger"] < cells["window"] and cells["target"] < cells["trigger"]
 
 
+def test_the_uncompacted_rows_never_compact(result: dict[str, Any]) -> None:
+    """The 'none' ladder is the cost of replaying and counting alone: no compaction, no
+    summarizer call, every identifier still in the final view."""
+    for cells in _rows(result):
+        if cells["ladder"] == "none":
+            assert cells["compactions"] == 0 and cells["summarizer calls"] == 0
+            assert cells["ids in final %"] in (100, 100.0, "—")
+
+
+def test_speed_columns_are_ratios_of_their_own_medians(result: dict[str, Any]) -> None:
+    """Every row has a tiktoken pass and a replay time, and the ratio column divides them."""
+    for cells in _rows(result):
+        assert cells["tiktoken pass ms"] > 0 and cells["replay ms"] > 0
+        assert cells["replay / tiktoken pass"] == pytest.approx(
+            cells["replay ms"] / cells["tiktoken pass ms"], rel=0.06
+        )
+
+
 def test_identifier_counts_add_up(result: dict[str, Any]) -> None:
     """Summarized and dropped identifiers are subsets of all identifiers; shares are percentages."""
-    for row in result["rows"]:
-        cells = dict(zip(result["columns"], row, strict=True))
+    for cells in _rows(result):
         assert cells["ids summarized"] + cells["ids dropped"] <= cells["ids u/a"]
         for share in ("summarized kept %", "ids in final %", "cache reuse %"):
             value = cells[share]
             assert value == "—" or 0 <= value <= 100
 
 
-def test_compacting_a_transcript_calls_the_summarizer_and_times_each_turn(
-    bench: ModuleType,
-) -> None:
-    """A replay that must compact reports compactions, summarizer reading and turn times."""
+def test_compacting_a_transcript_calls_the_summarizer(bench: ModuleType) -> None:
+    """A replay that must compact reports compactions, summarizer reading and what was sent."""
     from ctxfold.demo_session import generate
     from ctxfold.tokens import counter
 
@@ -96,5 +120,31 @@ def test_compacting_a_transcript_calls_the_summarizer_and_times_each_turn(
     assert figures.compactions > 0 and figures.calls > 0
     assert figures.read > 0 and figures.record > 0
     assert figures.invalid == 0
-    assert len(figures.turn_ms) == figures.requests and min(figures.turn_ms) > 0
     assert figures.peak <= 8_000 < figures.history
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize("path", transcript_params())
+@pytest.mark.parametrize("window", [8_000, 16_000])
+def test_the_benchmark_compacts_exactly_as_the_cli_does(
+    bench: ModuleType, path: Path, window: int, tmp_path: Path
+) -> None:
+    """For each shared transcript, `ctxfold replay FILE --window W --json` and the benchmark
+    (its checked run and its plain timed run) make the same compactions at the same requests,
+    with the same summarizer reading: both count exactly, the summarizer included."""
+    from ctxfold.messages.jsonl import read_jsonl
+    from ctxfold.tokens import counter
+
+    outcome = run_cli(
+        ["replay", str(path), "--window", str(window), "--json"], how="runner", home=tmp_path
+    )
+    assert outcome.code == 0, outcome.stderr
+    cli = json.loads(outcome.stdout)
+    messages = read_jsonl(path)
+    count = counter("auto")
+    checked = bench.replay_one(path.stem, messages, window, "default", count)
+    plain, _ = bench.replay_plain(messages, window, "default", count)
+    assert checked.compactions == len(cli["compactions"]) == len(plain.compactions)
+    assert [c.turn for c in plain.compactions] == [c["turn"] for c in cli["compactions"]]
+    assert checked.read == sum(c["stretch_tokens"] for c in cli["compactions"])
+    assert checked.peak == cli["peak_tokens"] and checked.final == cli["final_tokens"]
