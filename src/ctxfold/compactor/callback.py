@@ -9,9 +9,9 @@ from typing import Any
 from ctxfold.errors import InvalidHistoryError, InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Resolve = Callable[[SummaryRequest], "SummaryResult | None"]
 RangeLike = range | slice | tuple[int, int]

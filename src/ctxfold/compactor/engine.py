@@ -26,8 +26,8 @@ from ctxfold.pipeline.view import WorkingView
 from ctxfold.projection import Item
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import Session
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import as_summarizer
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Callback = Callable[[CompactionContext], Any]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ctxfold.errors import ConfigurationError
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 if TYPE_CHECKING:
     from ctxfold.pipeline.view import WorkingView

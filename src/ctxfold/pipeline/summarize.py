@@ -26,10 +26,10 @@ from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.base import Plan, SummaryCall
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers._request import SummaryResult, Tier
 from ctxfold.summarizers.identifiers import verify
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.request import SummaryResult, Tier
 
 
 @dataclass(frozen=True)

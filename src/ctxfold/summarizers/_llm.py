@@ -14,9 +14,9 @@ from typing import Any
 
 from ctxfold.errors import ConfigurationError, SummarizerError
 from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import is_echo
 from ctxfold.summarizers.chunking import Bound, adrive, bounded, drive
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.catalog import lookup
 from ctxfold.tokens.heuristic import HeuristicCounter
 

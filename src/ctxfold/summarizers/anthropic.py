@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ctxfold.errors import MissingDependencyError
 from ctxfold.protocols import TokenCounter
 from ctxfold.summarizers._llm import DEFAULT_MAX_OUTPUT, SDKSummarizer, read_answer
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 if TYPE_CHECKING:
     import anthropic

@@ -26,7 +26,7 @@ from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.overflow import is_context_overflow
 from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.heuristic import HeuristicCounter
 
 Flow = Generator[SummaryRequest, SummaryResult, SummaryResult]

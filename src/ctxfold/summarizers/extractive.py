@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import (
     MAX_IDENTIFIER_CHARS,
     PRIORITY,
@@ -25,6 +24,7 @@ from ctxfold.summarizers.identifiers import (
 )
 from ctxfold.summarizers.prompt import parse_sections, render_sections
 from ctxfold.summarizers.record import read_outcome
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 LOW_PRIORITY = frozenset({"command", "url", "id", "hash"})
 """Identifier kinds given up before work lines; error strings and paths are kept longer."""

@@ -13,8 +13,8 @@ from typing import Any
 from ctxfold.errors import MissingDependencyError
 from ctxfold.protocols import TokenCounter
 from ctxfold.summarizers._llm import DEFAULT_MAX_OUTPUT, LLMSummarizer
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.openai import chat_params, read_chat_completion
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 def _import_litellm() -> Any:

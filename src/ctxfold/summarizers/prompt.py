@@ -12,9 +12,9 @@ from collections.abc import Collection, Mapping, Sequence
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
-from ctxfold.summarizers._request import SummaryRequest, Tier
 from ctxfold.summarizers.identifiers import extract_identifiers
 from ctxfold.summarizers.record import MAX_CHARS_PER_MESSAGE, render_record
+from ctxfold.summarizers.request import SummaryRequest, Tier
 
 SECTIONS: tuple[str, ...] = ("Objective", "Decisions", "Work done", "Identifiers", "Outstanding")
 """The sections of every summary, in order; each is written as a ``## Name`` heading."""
