@@ -15,7 +15,6 @@ An SDK error the send raises is thrown back into the generator: when it is a con
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -24,7 +23,7 @@ from ctxfold import _drive
 from ctxfold.errors import SummarizerError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
-from ctxfold.overflow import is_context_overflow
+from ctxfold.overflow import is_context_overflow, stated_window
 from ctxfold.protocols import TokenCounter
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.heuristic import HeuristicCounter
@@ -166,25 +165,6 @@ def _bounded(request: SummaryRequest, plan: _Plan, level: int) -> Flow:
     final = yield from _bounded(combine, plan, level + 1)
     results.append(final)
     return _merged(results, final.text, f"read in {len(pieces)} pieces, then combined")
-
-
-_STATED_WINDOW = re.compile(
-    r"maximum context length is (\d+)|> (\d+) maximum|context window of (\d+)", re.IGNORECASE
-)
-
-
-def stated_window(exc: BaseException) -> int | None:
-    """The window an overflow error states ("maximum context length is 8192 tokens",
-    "... tokens > 200000 maximum"), searching the chain of causes; None when none says."""
-    current: BaseException | None = exc
-    for _ in range(16):
-        if current is None:
-            return None
-        match = _STATED_WINDOW.search(str(current))
-        if match:
-            return int(next(group for group in match.groups() if group))
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def split(
