@@ -66,8 +66,32 @@ class _Draft:
     outstanding_old: list[str] = field(default_factory=list)
     outstanding: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
+    """Ranked, most worth keeping first, once `_read` is done."""
     hidden_work: int = 0
     hidden_failed: int = 0
+    holders: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """For each identifier, the higher-ranked identifiers that hold it verbatim."""
+    listed: list[str] = field(default_factory=list)
+    """The identifiers the last `sections()` listed, in rank order."""
+
+    def rank(self, identifiers: list[str]) -> None:
+        """Keep `identifiers` ranked (error strings first, then paths, commands, URLs, ids,
+        hashes; first seen first within a kind) and note which ones hold which."""
+        order = {identifier: i for i, identifier in enumerate(dict.fromkeys(identifiers))}
+        ranked = sorted(order, key=lambda i: (PRIORITY.index(kind_of(i)), order[i]))
+        self.identifiers = ranked
+        # Worked out once here, not at every render. One scan of all the identifiers before
+        # this one (joined by a character none holds) rules out nearly every identifier;
+        # only one that occurs there is compared with each of them.
+        self.holders = {}
+        everything = "\0".join(ranked)
+        start = 0
+        for position, identifier in enumerate(ranked):
+            if position and everything.find(identifier, 0, start - 1) >= 0:
+                holders = tuple(other for other in ranked[:position] if identifier in other)
+                if holders:
+                    self.holders[identifier] = holders
+            start += len(identifier) + 1
 
     def sections(self) -> dict[str, list[str]]:
         work = [w.text for w in self.work]
@@ -81,12 +105,16 @@ class _Draft:
             "Outstanding": self.outstanding_old + self.outstanding,
         }
         shown = "\n".join(item for items in body.values() for item in items)
-        # An identifier already quoted verbatim in another section is not listed twice; when that
-        # line is trimmed away, the identifier comes back here.
+        # An identifier already quoted verbatim in another section, or inside an identifier
+        # listed before it, is not listed twice; when that line is given up, it comes back.
         listed: list[str] = []
+        seen: set[str] = set()
         for identifier in self.identifiers:
-            if identifier not in shown and not any(identifier in other for other in listed):
-                listed.append(identifier)
+            if identifier in shown or any(h in seen for h in self.holders.get(identifier, ())):
+                continue
+            listed.append(identifier)
+            seen.add(identifier)
+        self.listed = listed
         return {**body, "Identifiers": listed}
 
 
@@ -187,16 +215,11 @@ def _read(request: SummaryRequest) -> _Draft:
     draft.outstanding.extend(f"failing test: {test}" for test in failing_tests)
     if plan:
         draft.outstanding.append(f'last stated plan: "{_clip(plan)}"')
-    identifiers = list(dict.fromkeys([*draft.identifiers, *request.identifiers]))
+    identifiers = [*draft.identifiers, *request.identifiers]
     if not request.identifiers:
-        identifiers = list(dict.fromkeys([*identifiers, *extract_identifiers(messages)]))
-    draft.identifiers = sorted(identifiers, key=_rank_key(identifiers))
+        identifiers.extend(extract_identifiers(messages))
+    draft.rank(identifiers)
     return draft
-
-
-def _rank_key(identifiers: list[str]) -> Callable[[str], tuple[int, int]]:
-    order = {identifier: i for i, identifier in enumerate(identifiers)}
-    return lambda identifier: (PRIORITY.index(kind_of(identifier)), order[identifier])
 
 
 def _fold(draft: _Draft, text: str) -> None:
@@ -361,10 +384,13 @@ def _drop_last(items: list[str], keep: int = 0) -> str | None:
 
 
 def _drop_identifier(draft: _Draft, kinds: frozenset[str] | None) -> str | None:
-    """Give up the lowest-ranked listed identifier (of `kinds`, or of any kind)."""
-    listed = draft.sections()["Identifiers"]
-    for identifier in reversed(listed):
+    """Give up the lowest-ranked identifier of the last rendering's list (of `kinds`, or of any
+    kind). Ranked lowest last, so the one to give up is found near the end."""
+    listed = draft.listed
+    for position in range(len(listed) - 1, -1, -1):
+        identifier = listed[position]
         if kinds is None or kind_of(identifier) in kinds:
+            del listed[position]
             draft.identifiers.remove(identifier)
             return identifier
     return None

@@ -11,8 +11,11 @@ the text it came from, so "is it still there" is a plain substring test.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,9 +117,14 @@ def error_lines(text: str) -> list[str]:
     return [match.group(1)[:MAX_IDENTIFIER_CHARS].rstrip() for match in _ERROR_LINE.finditer(text)]
 
 
+@functools.lru_cache(maxsize=65_536)
 def kind_of(identifier: str) -> Kind:
-    """The kind an identifier found alone would have (what `verify` uses to order them)."""
-    found = find_identifiers(identifier)
+    """The kind an identifier found alone would have (what `verify` uses to order them).
+
+    Remembered per string, so ranking the same identifiers again at every compaction costs a
+    lookup, not a scan.
+    """
+    found = list(_scan_text(identifier))
     if found and found[0].text == identifier:
         return found[0].kind
     return "command" if " " in identifier else "id"
@@ -128,13 +136,49 @@ def _scan(source: str | Message | Iterable[Message]) -> Iterator[Identifier]:
         return
     messages = [source] if isinstance(source, Message) else source
     for message in messages:
-        for call in message.tool_calls:
-            yield from _scan_call(call.name, call.arguments)
-            yield Identifier(call.id, "id")
-        found = list(_scan_text(message.text))
-        if message.role == "tool":
-            found = _unless_listing(found)
-        yield from found
+        yield from _MESSAGE_IDENTIFIERS.get(message)
+
+
+def _scan_message(message: Message) -> tuple[Identifier, ...]:
+    found: list[Identifier] = []
+    for call in message.tool_calls:
+        found.extend(_scan_call(call.name, call.arguments))
+        found.append(Identifier(call.id, "id"))
+    text = list(_scan_text(message.text))
+    found.extend(_unless_listing(text) if message.role == "tool" else text)
+    return tuple(found)
+
+
+class _PerMessage:
+    """The identifiers of the last `maxsize` message objects scanned, so a message is scanned
+    once however many compactions read it.
+
+    Keyed by identity (a message may hold an unhashable `extra` dict); each entry keeps a
+    reference to its message, so its id cannot be reused while the entry lives. Messages are
+    frozen, so an entry never goes stale. Compactors may run in several threads: one lock.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[int, tuple[Message, tuple[Identifier, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, message: Message) -> tuple[Identifier, ...]:
+        key = id(message)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is message:
+                self._entries.move_to_end(key)
+                return entry[1]
+        found = _scan_message(message)
+        with self._lock:
+            self._entries[key] = (message, found)
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return found
+
+
+_MESSAGE_IDENTIFIERS = _PerMessage(maxsize=65_536)
 
 
 def _unless_listing(found: list[Identifier]) -> list[Identifier]:
