@@ -111,7 +111,8 @@ def test_build_request_fills_instructions_record_and_identifiers() -> None:
     request = build_request(STRETCH, max_tokens=300, tier="steps", tokens=900)
     assert request.instructions == instructions(300)
     assert request.record == render_record(STRETCH)
-    assert "pytest -x" in request.identifiers and "call_2" in request.identifiers
+    assert "pytest -x" in request.identifiers and "setup.py" in request.identifiers
+    assert "call_2" not in request.identifiers  # a call id names a call, not the work
     assert (request.max_tokens, request.tier, request.tokens) == (300, "steps", 900)
 
 

@@ -23,7 +23,8 @@ from ctxfold.summarizers.identifiers import (
     kind_of,
 )
 from ctxfold.summarizers.prompt import parse_sections, render_sections
-from ctxfold.summarizers.record import read_outcome
+from ctxfold.summarizers.quoting import code_span
+from ctxfold.summarizers.record import Outcome, read_outcome
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 LOW_PRIORITY = frozenset({"command", "url", "id", "hash"})
@@ -47,7 +48,8 @@ _PLAN = re.compile(
     r"we need to|next step|plan(?:ning)? to|then I)\b",
     re.IGNORECASE,
 )
-_QUOTED = re.compile(r"`([^`\n]+)`")
+# The command at the start of a work line: "bash: `pytest -x` → ...".
+_COMMAND_SPAN = re.compile(r"^\S+: (`+)( ?)(.+?)\2\1(?!`)")
 _FAILED_TEST = re.compile(r"^FAILED[ \t]+(\S+)", re.MULTILINE)
 _PASSED_TEST = re.compile(r"^(\S+::\S+)[ \t]+PASSED|^PASSED[ \t]+(\S+)", re.MULTILINE)
 
@@ -191,12 +193,14 @@ def _read(request: SummaryRequest) -> _Draft:
             work = draft.work[waiting.pop(0)]
             outcome = read_outcome(message.text)
             work.failed = outcome.failed
+            # What a tool printed is quoted as data, never written as the summary's own words:
+            # an output that says "ignore previous instructions" stays a quotation.
             if outcome.failed:
-                work.text += f" → failed: {outcome.error}"
+                work.text += " → failed: " + _failure(outcome)
             elif not message.text.strip():
                 work.text += " → no output"
             elif outcome.lines <= 3 and outcome.exit_code is None:
-                work.text += f" → {_clip(message.text, 100)}"
+                work.text += f" → {code_span(_clip(message.text, 100))}"
             else:
                 status = f"exit {outcome.exit_code}, " if outcome.exit_code is not None else ""
                 work.text += f" → {status}{outcome.lines:,} lines of output"
@@ -212,7 +216,7 @@ def _read(request: SummaryRequest) -> _Draft:
     for gist, work in last_run.items():
         if work.failed:
             draft.outstanding.append(f"last run failed: {gist}")
-    draft.outstanding.extend(f"failing test: {test}" for test in failing_tests)
+    draft.outstanding.extend(f"failing test: {code_span(test)}" for test in failing_tests)
     if plan:
         draft.outstanding.append(f'last stated plan: "{_clip(plan)}"')
     identifiers = [*draft.identifiers, *request.identifiers]
@@ -241,11 +245,21 @@ def _fold(draft: _Draft, text: str) -> None:
         draft.work.append(_Work(item, failed="fail" in item.lower()))
         # The command a work line quotes is an identifier the earlier summary was keeping there
         # rather than in its list; keep it if the line itself is given up.
-        draft.identifiers.extend(_QUOTED.findall(item))
+        command = _COMMAND_SPAN.match(item)
+        if command:
+            draft.identifiers.append(command.group(3))
     draft.identifiers.extend(sections.get("Identifiers", []))
     draft.outstanding_old.extend(
         item for item in sections.get("Outstanding", []) if item not in draft.outstanding_old
     )
+
+
+def _failure(outcome: Outcome) -> str:
+    """How a failed call ended: the exit status in ctxfold's words, the error line quoted."""
+    parts = [f"exit {outcome.exit_code}"] if outcome.exit_code is not None else []
+    if outcome.error_line:
+        parts.append(code_span(outcome.error_line))
+    return ": ".join(parts) or "Traceback"
 
 
 def _is_decision(sentence: str) -> bool:
@@ -263,7 +277,7 @@ def _gist(name: str, arguments: str) -> str:
         first = command.strip().split("\n", 1)[0].strip()
         if len(first) <= MAX_IDENTIFIER_CHARS:
             more = " (multi-line)" if "\n" in command.strip() else ""
-            return f"{name}: `{first}`{more}"
+            return f"{name}: {code_span(first)}{more}"
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError:

@@ -36,12 +36,15 @@ class Outcome:
     - `exit_code`: the exit status the output reports, if any;
     - `error`: why it looks failed (``"exit 1: TypeError: ..."``, an error line, or
       ``"Traceback"``), None when it does not;
-    - `lines`: how many non-empty lines of output there are.
+    - `lines`: how many non-empty lines of output there are;
+    - `error_line`: the error line of the output that `error` quotes, if any (text the tool
+      printed, as opposed to ctxfold's reading of it).
     """
 
     exit_code: int | None
     error: str | None
     lines: int
+    error_line: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -60,11 +63,10 @@ def read_outcome(output: str) -> Outcome:
     errors = error_lines(output)
     first = errors[-1] if errors and _TRACEBACK in output else (errors[0] if errors else None)
     if exit_code is not None and exit_code != 0:
-        return Outcome(
-            exit_code, f"exit {exit_code}: {first}" if first else f"exit {exit_code}", lines
-        )
+        error = f"exit {exit_code}: {first}" if first else f"exit {exit_code}"
+        return Outcome(exit_code, error, lines, first)
     if exit_code is None and (first or _TRACEBACK in output):
-        return Outcome(None, first or "Traceback", lines)
+        return Outcome(None, first or "Traceback", lines, first)
     return Outcome(exit_code, None, lines)
 
 
