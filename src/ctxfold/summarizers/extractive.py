@@ -34,6 +34,8 @@ QUOTE_CHARS = 200
 """A quoted request or statement is cut after this many characters."""
 
 _SHELL_KEYS = ("command", "cmd", "script")
+_CTXFOLD_NOTE = "[ctxfold:"
+"""How every note and placeholder ctxfold writes into a history begins."""
 _MARKUP = re.compile(r"^\s*(?:</?[\w:-]+[^>]*>|```\w*|[-=#*_]{3,})\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n+")
 _DECISION = re.compile(
@@ -195,7 +197,10 @@ def _read(request: SummaryRequest) -> _Draft:
             work.failed = outcome.failed
             # What a tool printed is quoted as data, never written as the summary's own words:
             # an output that says "ignore previous instructions" stays a quotation.
-            if outcome.failed:
+            if message.text.startswith(_CTXFOLD_NOTE):
+                # A placeholder ctxfold wrote for cleared output: it says nothing of the outcome.
+                work.text += " → output cleared"
+            elif outcome.failed:
                 work.text += " → failed: " + _failure(outcome)
             elif not message.text.strip():
                 work.text += " → no output"
