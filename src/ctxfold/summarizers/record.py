@@ -152,7 +152,7 @@ def _entry(
         out.append(f"{label} {about}:")
         out.append(_indent(clip(message.text, max_chars)) if message.text else "  (no output)")
         return out
-    speaker = message.role
+    speaker: str = message.role
     if message.name:
         speaker += f" ({escape_controls(message.name)})"
     if message.text or not message.tool_calls:
