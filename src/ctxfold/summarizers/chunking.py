@@ -25,6 +25,7 @@ from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.overflow import is_context_overflow, stated_window
 from ctxfold.protocols import TokenCounter
+from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.heuristic import HeuristicCounter
 
@@ -88,7 +89,7 @@ def bounded(request: SummaryRequest, bound: Bound, build: Build | None = None) -
     Yields the requests to send and receives their results. A piece that declines makes the
     whole declines (text None), with the usage spent so far and a note saying which piece.
     """
-    return _bounded(request, _Plan(bound, build or _default_build()), 0)
+    return _bounded(request, _Plan(bound, build or build_request), 0)
 
 
 def drive(flow: Flow, send: Callable[[SummaryRequest], SummaryResult]) -> SummaryResult:
@@ -176,7 +177,7 @@ def split(
     summarizer's copy only). Raises SummarizerError when even one clipped message cannot fit,
     which means the instructions alone leave no room.
     """
-    build = build or _default_build()
+    build = build or build_request
     messages, synthetic = request.messages, request.synthetic
     cuts = sorted({0, *analyze(messages, synthetic).cuts, len(messages)})
     segments = [(a, b) for a, b in pairwise(cuts) if a < b]
@@ -279,9 +280,3 @@ def _merged(results: Sequence[SummaryResult], text: str | None, note: str) -> Su
         calls=sum(r.calls for r in results),
         notes=tuple(notes),
     )
-
-
-def _default_build() -> Build:
-    from ctxfold.summarizers.prompt import build_request
-
-    return build_request
