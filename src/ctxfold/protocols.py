@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ctxfold.events import Event, NewEvent
     from ctxfold.messages import Message
-    from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+    from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 @runtime_checkable

@@ -20,9 +20,9 @@ from ctxfold.messages import Message
 from ctxfold.pipeline.ledger import Ledger
 from ctxfold.pipeline.proposals import Replace
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Resolve = Callable[[SummaryRequest], SummaryResult]
 AsyncResolve = Callable[[SummaryRequest], Awaitable[SummaryResult]]
