@@ -123,7 +123,8 @@ def _fence(body: str) -> str:
     # would have to contain its own digest to fake it; checked anyway.
     salt = 0
     while True:
-        digest = hashlib.sha256(f"{salt}:{body}".encode()).hexdigest()[:12]
+        # surrogatepass: a lone surrogate in a message must not stop the record being built.
+        digest = hashlib.sha256(f"{salt}:{body}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
         fence = f"=== ctxfold record {digest}"
         if fence not in body:
             return fence
