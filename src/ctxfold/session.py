@@ -21,9 +21,10 @@ from ctxfold.errors import ConflictError, InvalidInputError
 from ctxfold.events import COMPACTION, MASK, MESSAGE, USAGE, Event, NewEvent
 from ctxfold.messages import Message
 from ctxfold.projection import Change, Item, Projection
+from ctxfold.storage.base import StoreBase, register_session_type
 
 if TYPE_CHECKING:
-    from ctxfold.protocols import EventStore, TokenCounter
+    from ctxfold.protocols import TokenCounter
     from ctxfold.tokens.tally import Tally
 
 PIN = "pin"
@@ -41,7 +42,7 @@ class Session:
     """
 
     def __init__(
-        self, store: EventStore, session_id: str, *, counter: TokenCounter | None = None
+        self, store: StoreBase, session_id: str, *, counter: TokenCounter | None = None
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
@@ -219,6 +220,10 @@ class Session:
             state.fold(event)
         self._state = state
         return state.tally  # type: ignore[return-value]
+
+
+# `store.session(id)` builds a Session; the store layer cannot import this one (it sits below).
+register_session_type(Session)
 
 
 class _State:
