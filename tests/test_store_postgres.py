@@ -66,6 +66,7 @@ def test_tables_go_in_the_named_schema(postgres_url: str, schema: str) -> None:
         "append_keys",
         "snapshots",
         "search_docs",
+        "search_progress",
     }
 
 

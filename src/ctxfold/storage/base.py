@@ -131,7 +131,7 @@ class StoreBase(abc.ABC):
             check_seq(expected_seq, "expected_seq")
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key, session_id)
-        batch = encode_batch(session_id, events)
+        batch = encode_batch(session_id, events, digest=idempotency_key is not None)
         if not batch.events:
             idempotency_key = None
         created_at = now()
@@ -392,9 +392,9 @@ class StoreBase(abc.ABC):
         idempotency_key: str | None,
         created_at: float,
     ) -> int | PriorAppend:
-        """Write `batch` in one transaction right after the session's last seq, index its
-        ``message`` events for search, record `idempotency_key` with the seqs and the batch's
-        digest, and return the seq the first event got.
+        """Write `batch` in one transaction right after the session's last seq, record
+        `idempotency_key` with the seqs and the batch's digest, and return the seq the first
+        event got.
 
         When `idempotency_key` was recorded before, write nothing and return that `PriorAppend`
         (checked before `expected_seq`). Otherwise raise `ConflictError` when `expected_seq` is
@@ -409,7 +409,8 @@ class StoreBase(abc.ABC):
         self, session_id: str, query: SearchQuery, seqs: list[int] | None, limit: int
     ) -> list[SearchHit]:
         """The best `limit` hits for `query` among the session's message events (only those in
-        `seqs`, sorted, when given), best first, ties newest first."""
+        `seqs`, sorted, when given), best first, ties newest first. The index is derived data
+        and may lag the log: bring it up to the session's last seq first."""
 
     @abc.abstractmethod
     def _save_snapshot(self, session_id: str, seq: int, data: str) -> None:

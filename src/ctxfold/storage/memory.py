@@ -6,10 +6,10 @@ import threading
 from dataclasses import dataclass, field
 
 from ctxfold.errors import ConflictError, StoreClosedError
-from ctxfold.events import Event
+from ctxfold.events import MESSAGE, Event
 from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
-from ctxfold.storage.search import SearchHit, SearchQuery
+from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
 
 
 @dataclass(frozen=True)
@@ -18,14 +18,15 @@ class _Row:
     data: str
     """JSON text, as the SQL stores keep it."""
     created_at: float
-    text: str | None
-    """The indexed words of a message event (`search_text`), None for other events."""
 
 
 @dataclass
 class _Log:
     rows: list[_Row] = field(default_factory=list)
     keys: dict[str, PriorAppend] = field(default_factory=dict)
+    words: list[str | None] = field(default_factory=list)
+    """The search words of each row (`index_words`; None for other event types), filled by the
+    first search that needs them, as the SQL stores fill their indexes."""
 
 
 class MemoryStore(StoreBase):
@@ -33,7 +34,8 @@ class MemoryStore(StoreBase):
 
     It keeps the JSON text of each event, as the SQL stores do, so the data a caller reads back is a
     fresh copy that behaves exactly like theirs: changing it, or the dict that was appended, never
-    changes the log. Search is a scan of the session's messages. Safe to call from several threads.
+    changes the log. Search is a scan of the session's messages (their words are worked out once,
+    by the first search that needs them). Safe to call from several threads.
 
     >>> from ctxfold.events import NewEvent
     >>> store = MemoryStore()
@@ -65,7 +67,7 @@ class MemoryStore(StoreBase):
             if expected_seq is not None and expected_seq != last:
                 raise ConflictError(session_id, expected_seq, last)
             if batch.events:
-                log.rows.extend(_Row(e.type, e.data, created_at, e.text) for e in batch.events)
+                log.rows.extend(_Row(e.type, e.data, created_at) for e in batch.events)
                 if idempotency_key is not None:
                     log.keys[idempotency_key] = PriorAppend(last + 1, len(log.rows), batch.digest)
                 self._logs[session_id] = log
@@ -100,14 +102,18 @@ class MemoryStore(StoreBase):
     ) -> list[SearchHit]:
         with self._lock:
             self._check_open()
-            log = self._logs.get(session_id)
-            rows = list(log.rows) if log else []
+            log = self._logs.get(session_id) or _Log()
+            for row in log.rows[len(log.words) :]:
+                log.words.append(
+                    index_words(stored_text(row.data)) if row.type == MESSAGE else None
+                )
+            rows, found = list(log.rows), list(log.words)
         candidates = (
             range(1, len(rows) + 1) if seqs is None else [s for s in seqs if 1 <= s <= len(rows)]
         )
         scored = []
         for seq in candidates:
-            text = rows[seq - 1].text
+            text = found[seq - 1]
             if text is not None and (score := query.score(text)) > 0:
                 scored.append((score, seq))
         scored.sort(reverse=True)

@@ -3,7 +3,8 @@
 An append takes a transaction-scoped advisory lock on its session before it reads the last seq,
 so concurrent writers of one session queue there while writers of other sessions go on. The
 primary key (session_id, seq) makes a duplicate impossible even for a writer that skips the lock.
-A batch is one multi-row INSERT, sent with its search rows and its NOTIFY in one round trip.
+A batch is one multi-row INSERT (per 1,000 events), sent with its idempotency key and its NOTIFY
+in one round trip.
 
 Event data is kept in a ``json`` column, not ``jsonb``: ``json`` keeps the exact text that was
 appended (key order, number spelling, ``\\u0000`` in strings), which is what an audit log owes
@@ -35,12 +36,17 @@ from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
 from ctxfold.storage.postgres_schema import Statements, migrate
-from ctxfold.storage.search import SearchHit, SearchQuery
+from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
 from ctxfold.storage.url import redacted
 from ctxfold.storage.watch import Watch
 
 MAX_NAME_BYTES = 63
 """PostgreSQL's longest name, in bytes; it silently cuts longer ones, so they are refused."""
+
+# Events per INSERT statement (five parameters each, well under PostgreSQL's 65,535).
+_INSERT_ROWS = 1000
+# Message events indexed per round trip when a search catches the index up.
+_INDEX_BATCH = 2000
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds to wait for the server to accept a connection, unless the URL or the caller says."""
@@ -162,27 +168,13 @@ class PostgresStore(StoreBase):
                 events = batch.events
                 if not events:
                     return last + 1
-                texts = [(last + 1 + i, e.text) for i, e in enumerate(events) if e.text]
                 with conn.pipeline():
-                    conn.execute(
-                        sql.insert_events,
-                        (
-                            session_id,
-                            last,
-                            created_at,
-                            [e.type for e in events],
-                            [e.data for e in events],
-                        ),
-                    )
-                    if texts:
-                        conn.execute(
-                            sql.insert_search,
-                            (
-                                [session_id] * len(texts),
-                                [seq for seq, _ in texts],
-                                [text for _, text in texts],
-                            ),
-                        )
+                    for start in range(0, len(events), _INSERT_ROWS):
+                        chunk = events[start : start + _INSERT_ROWS]
+                        params: list[object] = []
+                        for i, event in enumerate(chunk, start=last + 1 + start):
+                            params += (session_id, i, event.type, event.data, created_at)
+                        conn.execute(sql.insert_events(len(chunk)), params)
                     if idempotency_key is not None:
                         conn.execute(
                             sql.insert_key,
@@ -228,11 +220,37 @@ class PostgresStore(StoreBase):
         if seqs is not None:
             statement, params = self._sql.search_among, (query.tsquery(), session_id, seqs, limit)
         with self._connection(f"a search of session {session_id!r}") as conn:
+            self._index_new_messages(conn, session_id)
             rows = conn.execute(statement, params).fetchall()
         return [
             SearchHit(seq, float(score), decode_event(session_id, seq, type_, data, created_at))
             for seq, score, type_, data, created_at in rows
         ]
+
+    def _index_new_messages(self, conn: Any, session_id: str) -> None:
+        """Bring the session's part of the search index up to its last seq, in `conn`'s
+        transaction.
+
+        The index follows the log at search time, not at append time: ``to_tsvector`` and the
+        GIN entries would otherwise about double what each append costs the server, for the
+        benefit of a rare search. A read-only check when nothing is new; concurrent searches of
+        one session take turns on a lock of their own, which appends never wait for."""
+        sql = self._sql
+        done, last = conn.execute(sql.search_state, (session_id, session_id)).fetchone()
+        if last <= (done or 0):
+            return
+        conn.execute(sql.lock_search, (f"{self.schema or ''} search", session_id))
+        done, last = conn.execute(sql.search_state, (session_id, session_id)).fetchone()
+        done = done or 0
+        while done < last:
+            rows = conn.execute(sql.messages_after, (session_id, done, _INDEX_BATCH)).fetchall()
+            found = [(seq, index_words(text)) for seq, data in rows if (text := stored_text(data))]
+            if found:
+                seqs, words = zip(*found, strict=True)
+                conn.execute(sql.insert_search, (session_id, list(seqs), list(words)))
+            # A short batch reaches the end: everything up to the last seq is then indexed.
+            done = rows[-1][0] if len(rows) == _INDEX_BATCH else last
+            conn.execute(sql.save_progress, (session_id, done))
 
     def _save_snapshot(self, session_id: str, seq: int, data: str) -> None:
         with self._connection(f"saving a snapshot of session {session_id!r}") as conn:

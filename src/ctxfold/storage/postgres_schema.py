@@ -3,55 +3,26 @@
 - ``events``: the log, primary key (session_id, seq), data in a ``json`` column.
 - ``append_keys``: the idempotency key of each keyed append, with the seqs it got (version 2).
 - ``snapshots``: derived projection snapshots, newest per session (version 3).
-- ``search_docs``: a ``tsvector`` per message event, with a GIN index (version 4); the migration
-  indexes every event already in the schema.
+- ``search_docs`` and ``search_progress``: a ``tsvector`` per message event, with a GIN index
+  (version 4). It is derived data, brought up to date by each search rather than by each append,
+  so the events written before this version are indexed by the first search, like any other.
 
 Every name is composed with `psycopg.sql`, quoted as an identifier, never pasted into SQL text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ctxfold.errors import SchemaVersionError
-from ctxfold.storage.search import search_text
 
 MIGRATION_LOCK = "ctxfold migrations"
-_BACKFILL_BATCH = 500
 
 
-def _index_existing_messages(conn: Any, sql: Statements) -> None:
-    """Version 4's back-fill: the search words of every message event already stored."""
-    import json
-
-    # A named (server-side) cursor, so a large log is read a batch at a time.
-    with conn.cursor(name="ctxfold_search_backfill") as rows:
-        rows.itersize = _BACKFILL_BATCH
-        rows.execute(sql.messages_to_index)
-        batch: list[tuple[str, int, str]] = []
-        for session_id, seq, data in rows:
-            value = json.loads(data)
-            text = search_text(value) if isinstance(value, dict) else ""
-            if text:
-                batch.append((session_id, seq, text))
-            if len(batch) >= _BACKFILL_BATCH:
-                _insert_docs(conn, sql, batch)
-                batch = []
-        _insert_docs(conn, sql, batch)
-
-
-def _insert_docs(conn: Any, sql: Statements, batch: list[tuple[str, int, str]]) -> None:
-    if batch:
-        ids, seqs, texts = (list(column) for column in zip(*batch, strict=True))
-        conn.execute(sql.insert_search, (ids, seqs, texts))
-
-
-# Each entry brings a schema from the version before it to its own; never edit a shipped one.
-# A step is SQL (with {events}, {append_keys}, {snapshots}, {search_docs} and {search_gin} for the
-# quoted names) or a function of (connection, Statements).
-Step = str | Callable[[Any, "Statements"], None]
-MIGRATIONS: tuple[tuple[Step, ...], ...] = (
+# Each entry brings a schema from the version before it to its own, one statement at a time;
+# never edit a shipped one. {events}, {append_keys}, {snapshots}, {search_docs}, {search_progress}
+# and {search_gin} stand for the quoted names.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """
     CREATE TABLE {events} (
@@ -96,7 +67,14 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         )
         """,
         "CREATE INDEX {search_gin} ON {search_docs} USING gin (doc)",
-        _index_existing_messages,
+        # The last seq of each session whose messages are in the index. Events past it,
+        # including every event written before this version, are indexed by the next search.
+        """
+        CREATE TABLE {search_progress} (
+            session_id text PRIMARY KEY,
+            seq bigint NOT NULL
+        )
+        """,
     ),
 )
 
@@ -115,12 +93,9 @@ def migrate(conn: Any, sql: Statements, where: str) -> None:
                 f"{where} has ctxfold schema version {version}, newer than this ctxfold "
                 f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
             )
-        for number, steps in enumerate(MIGRATIONS[version:], start=version + 1):
-            for step in steps:
-                if isinstance(step, str):
-                    conn.execute(sql.migration(step))
-                else:
-                    step(conn, sql)
+        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in statements:
+                conn.execute(sql.migration(statement))
             conn.execute(sql.record_version, (number,))
 
 
@@ -138,11 +113,13 @@ class Statements:
             "append_keys": table("append_keys"),
             "snapshots": table("snapshots"),
             "search_docs": table("search_docs"),
+            "search_progress": table("search_progress"),
             # An index lives in its table's schema, so its own name is never qualified.
             "search_gin": sql.Identifier("search_docs_doc_gin"),
         }
         events, keys = self._names["events"], self._names["append_keys"]
         snapshots, docs = self._names["snapshots"], self._names["search_docs"]
+        progress = self._names["search_progress"]
         versions = table("ctxfold_schema_version")
         q = sql.SQL
 
@@ -166,17 +143,11 @@ class Statements:
             "k.first_seq, k.last_seq, k.digest "
             "FROM (SELECT 1) AS one LEFT JOIN {} AS k ON k.session_id = %s AND k.key = %s"
         ).format(events, keys)
-        # One statement per batch, however many events it holds.
-        self.insert_events = q(
-            "INSERT INTO {} (session_id, seq, type, data, created_at) "
-            "SELECT %s, %s + u.n, u.t, u.d::json, %s "
-            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(t, d, n)"
+        self._insert_head = q(
+            "INSERT INTO {} (session_id, seq, type, data, created_at) VALUES "
         ).format(events)
-        self.insert_search = q(
-            "INSERT INTO {} (session_id, seq, doc) "
-            "SELECT u.s, u.n, to_tsvector('simple', u.x) "
-            "FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS u(s, n, x)"
-        ).format(docs)
+        self._insert_row = q("(%s, %s, %s, %s, %s)")
+        self._inserts: dict[int, Any] = {}
         self.insert_key = q(
             "INSERT INTO {} (session_id, key, first_seq, last_seq, digest) "
             "VALUES (%s, %s, %s, %s, %s)"
@@ -192,10 +163,26 @@ class Statements:
         ).format(events)
         # Every session starts at seq 1, so this lists each once without a DISTINCT.
         self.sessions = q("SELECT session_id FROM {} WHERE seq = 1").format(events)
-        self.messages_to_index = q(
-            "SELECT session_id, seq, data::text FROM {} WHERE type = 'message' "
-            "ORDER BY session_id, seq"
+
+        # The search index follows the log: a search first indexes what is new.
+        self.search_state = q(
+            "SELECT (SELECT seq FROM {} WHERE session_id = %s), "
+            "(SELECT COALESCE(MAX(seq), 0) FROM {} WHERE session_id = %s)"
+        ).format(progress, events)
+        self.lock_search = q("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))")
+        self.messages_after = q(
+            "SELECT seq, data::text FROM {} WHERE session_id = %s AND seq > %s "
+            "AND type = 'message' ORDER BY seq LIMIT %s"
         ).format(events)
+        self.insert_search = q(
+            "INSERT INTO {} (session_id, seq, doc) "
+            "SELECT %s, u.n, to_tsvector('simple', u.x) "
+            "FROM unnest(%s::bigint[], %s::text[]) AS u(n, x) ON CONFLICT DO NOTHING"
+        ).format(docs)
+        self.save_progress = q(
+            "INSERT INTO {} AS p (session_id, seq) VALUES (%s, %s) ON CONFLICT (session_id) "
+            "DO UPDATE SET seq = GREATEST(p.seq, EXCLUDED.seq)"
+        ).format(progress)
 
         search = (
             "SELECT s.seq, ts_rank(s.doc, q, 1) AS score, e.type, e.data::text, e.created_at "
@@ -218,6 +205,14 @@ class Statements:
             "SELECT seq, data FROM {} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
         ).format(snapshots)
         self.drop_snapshots = q("DELETE FROM {} WHERE session_id = %s").format(snapshots)
+
+    def insert_events(self, rows: int) -> Any:
+        """One multi-row INSERT for `rows` events (five parameters each)."""
+        statement = self._inserts.get(rows)
+        if statement is None:
+            statement = self._insert_head + self._sql.SQL(", ").join([self._insert_row] * rows)
+            self._inserts[rows] = statement
+        return statement
 
     def migration(self, statement: str) -> Any:
         return self._sql.SQL(statement).format(**self._names)

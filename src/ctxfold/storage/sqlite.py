@@ -20,7 +20,7 @@ from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
-from ctxfold.storage.search import SearchHit, SearchQuery
+from ctxfold.storage.search import SearchHit, SearchQuery, stored_text
 from ctxfold.storage.sqlite_schema import migrate, session_token
 
 MEMORY = ":memory:"
@@ -28,6 +28,8 @@ MEMORY = ":memory:"
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 # Idle connections kept for reuse; more threads than this still work, they just reconnect.
 _MAX_IDLE = 8
+# Message events indexed per write transaction when a search catches the index up.
+_INDEX_BATCH = 2000
 
 _INSERT_EVENT = (
     "INSERT INTO events (session_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
@@ -80,8 +82,9 @@ class SQLiteStore(StoreBase):
 
     `busy_timeout` is how long, in seconds, an append waits for another writer before giving up.
     `poll_interval` is how often, in seconds, `subscribe` checks for other processes' appends
-    (appends by this store object wake it at once). Search uses SQLite's FTS5. Safe to call from
-    several threads and processes.
+    (appends by this store object wake it at once). Search uses SQLite's FTS5; the index is
+    brought up to date by each search (the events appended since the last one are indexed
+    then), so appends pay nothing for it. Safe to call from several threads and processes.
 
     >>> from ctxfold.events import NewEvent
     >>> with SQLiteStore(":memory:") as store:
@@ -179,20 +182,6 @@ class SQLiteStore(StoreBase):
             _INSERT_EVENT,
             [(session_id, last + 1 + i, e.type, e.data, created_at) for i, e in enumerate(events)],
         )
-        texts = [(last + 1 + i, e.text) for i, e in enumerate(events) if e.text]
-        if texts:
-            # docid is an INTEGER PRIMARY KEY, which VACUUM never renumbers (the events table's
-            # own rowid it may), so the index keeps pointing at the right events.
-            first = _first(conn.execute("SELECT MAX(docid) FROM search_docs").fetchone()) + 1
-            conn.executemany(
-                "INSERT INTO search_docs (docid, session_id, seq) VALUES (?, ?, ?)",
-                [(first + i, session_id, seq) for i, (seq, _) in enumerate(texts)],
-            )
-            token = session_token(session_id)
-            conn.executemany(
-                "INSERT INTO search_index (rowid, sess, body) VALUES (?, ?, ?)",
-                [(first + i, token, text) for i, (_, text) in enumerate(texts)],
-            )
         if key is not None and events:
             conn.execute(
                 "INSERT INTO append_keys (session_id, key, first_seq, last_seq, digest) "
@@ -230,6 +219,7 @@ class SQLiteStore(StoreBase):
             params.append("[" + ",".join(map(str, seqs)) + "]")
         params.append(limit)
         with self._connection() as conn:
+            _index_new_messages(conn, session_id)
             try:
                 rows = conn.execute(_SEARCH.format(only=only), params).fetchall()
             except sqlite3.OperationalError as exc:
@@ -339,6 +329,55 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _index_new_messages(conn: sqlite3.Connection, session_id: str) -> None:
+    """Bring the session's part of the search index up to its last seq.
+
+    The index follows the log at search time, not at append time: FTS5 writes a new segment
+    for every transaction that touches it, which would roughly double the pages each small
+    append commits. Catching up here writes the same postings in large batches, and is a
+    read-only check when nothing is new. Each batch is its own short write transaction, so a
+    first search of a long session never holds writers back for long."""
+    token = session_token(session_id)
+    while True:
+        done, last = conn.execute(
+            "SELECT (SELECT seq FROM search_progress WHERE session_id = ?), "
+            "(SELECT MAX(seq) FROM events WHERE session_id = ?)",
+            (session_id, session_id),
+        ).fetchone()
+        if (last or 0) <= (done or 0):
+            return
+        with _transaction(conn):
+            done = _first(
+                conn.execute(
+                    "SELECT seq FROM search_progress WHERE session_id = ?", (session_id,)
+                ).fetchone()
+            )
+            rows = conn.execute(
+                "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? "
+                "AND type = 'message' ORDER BY seq LIMIT ?",
+                (session_id, done, _INDEX_BATCH),
+            ).fetchall()
+            # A short batch reaches the end: everything up to the last seq is then indexed.
+            upto = rows[-1][0] if len(rows) == _INDEX_BATCH else _last_seq(conn, session_id)
+            texts = [(seq, text) for seq, data in rows if (text := stored_text(data))]
+            if texts:
+                # docid is an INTEGER PRIMARY KEY, which VACUUM never renumbers (the events
+                # table's own rowid it may), so the index keeps pointing at the right events.
+                first = _first(conn.execute("SELECT MAX(docid) FROM search_docs").fetchone()) + 1
+                conn.executemany(
+                    "INSERT INTO search_docs (docid, session_id, seq) VALUES (?, ?, ?)",
+                    [(first + i, session_id, seq) for i, (seq, _) in enumerate(texts)],
+                )
+                conn.executemany(
+                    "INSERT INTO search_index (rowid, sess, body) VALUES (?, ?, ?)",
+                    [(first + i, token, text) for i, (_, text) in enumerate(texts)],
+                )
+            conn.execute(
+                "INSERT OR REPLACE INTO search_progress (session_id, seq) VALUES (?, ?)",
+                (session_id, upto),
+            )
 
 
 def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:

@@ -3,21 +3,21 @@
 - ``events``: the log, primary key (session_id, seq).
 - ``append_keys``: the idempotency key of each keyed append, with the seqs it got (version 2).
 - ``snapshots``: derived projection snapshots, newest per session (version 3).
-- ``search_docs`` and ``search_index`` (FTS5): the full-text index of message events (version 4);
-  the migration indexes every event already in the file.
+- ``search_docs``, ``search_index`` (FTS5) and ``search_progress``: the full-text index of message
+  events (version 4). It is derived data, brought up to date by each search rather than by each
+  append: an append then writes only its own rows, and the events written before this version
+  are indexed by the first search, like any other.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 
 from ctxfold.errors import SchemaVersionError
-from ctxfold.storage.search import search_text
 
 # Each entry brings a database from the version before it to its own, one statement at a time;
-# never edit a shipped one. Statements may call the SQL functions `_register` defines.
+# never edit a shipped one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """
@@ -68,16 +68,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             sess, body, content='', tokenize='unicode61 remove_diacritics 0'
         )
         """,
+        # The last seq of each session whose messages are in the index. Events past it,
+        # including every event written before this version, are indexed by the next search.
         """
-        INSERT INTO search_docs (session_id, seq)
-        SELECT session_id, seq FROM events
-        WHERE type = 'message' AND ctxfold_search_text(data) != ''
-        ORDER BY session_id, seq
-        """,
-        """
-        INSERT INTO search_index (rowid, sess, body)
-        SELECT d.docid, ctxfold_session_token(d.session_id), ctxfold_search_text(e.data)
-        FROM search_docs AS d JOIN events AS e ON e.session_id = d.session_id AND e.seq = d.seq
+        CREATE TABLE search_progress (
+            session_id TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL
+        ) WITHOUT ROWID
         """,
     ),
 )
@@ -90,7 +87,6 @@ def session_token(session_id: str) -> str:
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Bring the database on `conn` to the newest schema, in one transaction."""
-    _register(conn)
     # BEGIN IMMEDIATE: two processes opening a new file at once migrate one after the other.
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -111,17 +107,3 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-
-
-def _register(conn: sqlite3.Connection) -> None:
-    conn.create_function("ctxfold_session_token", 1, session_token, deterministic=True)
-    conn.create_function("ctxfold_search_text", 1, _search_text_of_json, deterministic=True)
-
-
-def _search_text_of_json(data: str) -> str:
-    # The same words an append indexes; a row that is not a JSON object indexes nothing.
-    try:
-        value = json.loads(data)
-    except (TypeError, ValueError):
-        return ""
-    return search_text(value) if isinstance(value, dict) else ""

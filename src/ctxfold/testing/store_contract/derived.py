@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -141,6 +142,38 @@ class SearchContract(ContractBase):
         """A limit outside 1 to 1,000 or a seq that is no seq is an InvalidInputError."""
         with pytest.raises(InvalidInputError, match=says):
             store.search("s", "hello", **kwargs)
+
+    def test_searches_racing_appends_miss_nothing_in_the_end(self, store: StoreBase) -> None:
+        """Threads searching while others append: no error, no hit twice, and a search after the
+        appends finds every message."""
+        errors: list[BaseException] = []
+
+        def append(worker: int) -> None:
+            try:
+                for n in range(30):
+                    store.append("s", [said("user", f"needle {worker} {n}"), turn(n)])
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        def search() -> None:
+            try:
+                for _ in range(15):
+                    seqs = [h.seq for h in store.search("s", "needle", limit=1000)]
+                    assert len(seqs) == len(set(seqs))
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        pool = [threading.Thread(target=append, args=(w,)) for w in range(3)]
+        pool += [threading.Thread(target=search) for _ in range(3)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+        assert errors == []
+        hits = store.search("s", "needle", limit=1000)
+        messages = [e.seq for e in store.read("s") if e.type == "message"]
+        assert sorted(h.seq for h in hits) == messages
+        assert len(messages) == 90
 
     def test_unicode_words_are_found(self, store: StoreBase) -> None:
         """Words in other scripts and with accents are found, whatever their case."""
