@@ -93,10 +93,18 @@ class StoreBase(abc.ABC):
     snapshot_errors: tuple[type[BaseException], ...] = ()
     """Backend errors that mean the snapshot table is missing or broken: logged, never raised."""
 
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._generation = 0
-        self._ended = False
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # Set up here rather than in __init__, so a backend that forgets super().__init__()
+        # still wakes its subscribers.
+        store = super().__new__(cls)
+        store._changed = threading.Condition()
+        store._generation = 0
+        store._ended = False
+        return store
+
+    _changed: threading.Condition
+    _generation: int
+    _ended: bool
 
     # -- the log -------------------------------------------------------------------------------
 

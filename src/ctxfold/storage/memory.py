@@ -44,7 +44,6 @@ class MemoryStore(StoreBase):
     """
 
     def __init__(self) -> None:
-        super().__init__()
         self._logs: dict[str, _Log] = {}
         self._snapshots: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()

@@ -87,7 +87,6 @@ class PostgresStore(StoreBase):
         connect_timeout: float | None = None,
         pool_timeout: float = 5.0,
     ) -> None:
-        super().__init__()
         try:
             import psycopg
             from psycopg import sql

@@ -102,7 +102,6 @@ class SQLiteStore(StoreBase):
         busy_timeout: float = 30.0,
         poll_interval: float = 0.1,
     ) -> None:
-        super().__init__()
         if synchronous.upper() not in _SYNCHRONOUS:
             raise InvalidInputError(
                 f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}"

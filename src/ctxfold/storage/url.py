@@ -25,7 +25,8 @@ def open_store(url: str) -> StoreBase:
       ``sqlite:///data/ctxfold.db`` is relative to the working directory and
       ``sqlite:////var/lib/ctxfold.db`` is absolute; ``sqlite:///:memory:`` is in memory;
     - ``postgresql://…`` or ``postgres://…``: a `PostgresStore`; a ``schema`` query parameter
-      names the schema and is not passed on to the server.
+      names the schema and is not passed on to the server; ``connect_timeout`` (seconds, libpq's
+      own parameter) sets how long to wait for the server (5 s when absent).
 
     >>> open_store("sqlite:///:memory:")
     SQLiteStore(':memory:')
