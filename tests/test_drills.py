@@ -125,6 +125,14 @@ class Drill:
         self.kill(victim)
         self.start("compactor")
 
+    def wait_for_a_compaction(self) -> None:
+        """Until some compaction has landed in the log (the compactors run while writers write)."""
+        deadline = time.monotonic() + PATIENCE
+        with open_store(self.url) as store:
+            while not any(e.type == "compaction" for e in store.stream(SESSION)):
+                assert time.monotonic() < deadline, "no compaction ever landed"
+                time.sleep(0.1)
+
     def everyone(self) -> list[Worker]:
         return self.dead + self.workers
 
@@ -174,6 +182,7 @@ def test_killed_writers_and_compactors_lose_and_double_nothing(
             mid_compaction += drill.kill_writer(during_compaction=kill % 2 == 0)
             if kill % 3 == 2:
                 drill.kill_compactor()
+        drill.wait_for_a_compaction()
         for worker in drill.live("writer"):
             drill.wait_for(worker, "ack", 1)
         for worker in drill.workers:
