@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from benchmarks import transcript_messages
-from ctxfold.demo_session import generate
 from ctxfold.errors import MissingDependencyError
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import HeuristicCounter, Tally, TiktokenCounter, count_messages
 
 FULL_SIZES = (1_000, 10_000, 100_000)

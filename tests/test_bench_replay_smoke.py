@@ -87,7 +87,7 @@ def test_compacting_a_transcript_calls_the_summarizer_and_times_each_turn(
     bench: ModuleType,
 ) -> None:
     """A replay that must compact reports compactions, summarizer reading and turn times."""
-    from ctxfold.demo_session import generate
+    from ctxfold.testing.transcripts import generate
     from ctxfold.tokens import counter
 
     figures = bench.replay_one(
