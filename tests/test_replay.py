@@ -7,12 +7,12 @@ import json
 import pytest
 
 from ctxfold.compactor import Compactor
-from ctxfold.demo_session import generate
 from ctxfold.errors import BudgetError
 from ctxfold.events import MESSAGE
 from ctxfold.messages import Message, validate
 from ctxfold.replay import replay
 from ctxfold.storage import MemoryStore, SQLiteStore
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, counter
 
 COUNTER = counter("auto")
