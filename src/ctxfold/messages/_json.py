@@ -25,8 +25,9 @@ from ctxfold.messages._show import show
 MAX_DEPTH = 256
 """Most levels of nested objects and lists a line may hold. Real transcripts stay far below."""
 
-# A surrogate escape: only lines holding one can decode to a lone surrogate.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+# A surrogate escape, or a surrogate itself (possible in a str that did not come from a file):
+# only lines holding one can decode to a lone surrogate.
+_SURROGATE = re.compile("\\\\u[dD][89abcdefABCDEF]|[\ud800-\udfff]")
 
 
 def loads_line(line: str) -> Any:
@@ -60,7 +61,7 @@ def loads_line(line: str) -> Any:
         ) from None
     if line.count("[") + line.count("{") > MAX_DEPTH:
         _check_depth(value)
-    if _SURROGATE_ESCAPE.search(line):
+    if _SURROGATE.search(line):
         _check_unicode(value)
     return value
 
