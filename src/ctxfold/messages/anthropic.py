@@ -117,6 +117,18 @@ def to_anthropic(messages: Iterable[Message]) -> tuple[SystemPrompt, list[dict[s
     return _system_to_anthropic(system_parts), [_group_to_anthropic(g) for g in groups]
 
 
+def sent_blocks(message: Message) -> list[dict[str, Any]]:
+    """The content blocks `message` contributes when written for the Messages API: its kept
+    blocks while they still describe it, else blocks rebuilt from its fields. Raises
+    `InvalidInputError` when the message cannot be written (arguments that are not JSON)."""
+    if message.role != "assistant":
+        return _user_blocks(message)
+    content = _assistant_content(message)
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if content else []
+
+
 def blocks_text(blocks: Sequence[Mapping[str, Any]]) -> str | None:
     """The text of a list of blocks, joined by newlines; None when no block is text."""
     texts = [
