@@ -53,16 +53,19 @@ def attachments(message: Message) -> list[Attachment]:
     ['image_url']
     """
     out: list[Attachment] = []
-    if _holds(message.extra.get("openai"), "parts", _OPENAI_MEDIA):
+    if not message.extra:  # the common case, kept cheap: counters ask for every message
+        return out
+    openai, anthropic = message.extra.get("openai"), message.extra.get("anthropic")
+    if _holds(openai, "parts", _OPENAI_MEDIA):
         content = message_to_openai(message).get("content")
         for part in content if isinstance(content, list) else ():
             if isinstance(part, Mapping) and _kind(part) in _OPENAI_MEDIA:
                 out.append(Attachment("openai", _kind(part), part))
-    if _holds(message.extra.get("anthropic"), "blocks", _ANTHROPIC_MEDIA) or _holds(
-        message.extra.get("anthropic"), "block", _ANTHROPIC_MEDIA
+    if _holds(anthropic, "blocks", _ANTHROPIC_MEDIA) or _holds(
+        anthropic, "block", _ANTHROPIC_MEDIA
     ):
         for block in _anthropic_blocks(message):
-            out.append(Attachment("anthropic", str(block["type"]), block))
+            out.append(Attachment("anthropic", _kind(block), block))
     return out
 
 
@@ -89,10 +92,9 @@ def _walk(blocks: Any) -> Iterator[Mapping[str, Any]]:
 def _holds(kept: Any, key: str, kinds: frozenset[str]) -> bool:
     """Whether the kept parts under `key` hold any media at all (a cheap test, so text-only
     messages pay nothing)."""
-    if not isinstance(kept, Mapping):
+    if not isinstance(kept, Mapping) or key not in kept:
         return False
-    value = kept.get(key)
-    stack = [value]
+    stack = [kept[key]]
     while stack:
         item = stack.pop()
         if isinstance(item, list):

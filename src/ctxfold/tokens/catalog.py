@@ -122,9 +122,10 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("gemini-2.5-flash", 1_048_576, 65_536, _O200K, "google"),
     ("gemini-2.5-flash-lite", 1_048_576, 65_536, _O200K, "google"),
     ("gemini-3-pro", 1_048_576, 65_536, _O200K, "google"),
-    # DeepSeek's API serves V4 (1M tokens, up to 384K of output) since April 2026, and maps the
-    # old names deepseek-chat and deepseek-reasoner onto V4-Flash. Routers and self-hosted
-    # deployments still serve V3 under those names, so they keep V3's smaller figures.
+    # DeepSeek's API serves DeepSeek-V4 (1M tokens, up to 384K of output) since April 2026, and
+    # maps the old names deepseek-chat and deepseek-reasoner onto V4-Flash. Routers and
+    # self-hosted deployments still serve the previous generation under those names, so they
+    # keep its smaller figures.
     ("deepseek-v4-flash", 1_000_000, 384_000, _O200K, "deepseek"),
     ("deepseek-v4-pro", 1_000_000, 384_000, _O200K, "deepseek"),
     ("deepseek-chat", 128_000, 8_192, _O200K, "deepseek"),

@@ -206,7 +206,9 @@ class TiktokenCounter:
             tokens += NAME_OVERHEAD
         for call in message.tool_calls:
             tokens += CALL_OVERHEAD + sum(len(encode(s)) for s in call_strings(call))
-        return tokens + attachment_tokens(message, self.count_text)
+        if message.extra:  # only kept provider parts can hold attachments
+            tokens += attachment_tokens(message, self.count_text)
+        return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas: each schema's compact JSON plus `TOOL_OVERHEAD`."""

@@ -57,7 +57,9 @@ class HeuristicCounter:
         for call in message.tool_calls:
             chars += sum(len(s) for s in call_strings(call))
         tokens = MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls) + _ceil_div(chars)
-        return tokens + attachment_tokens(message, self.count_text)
+        if message.extra:  # only kept provider parts can hold attachments
+            tokens += attachment_tokens(message, self.count_text)
+        return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas: their compact JSON / 4, plus a few tokens per tool."""
