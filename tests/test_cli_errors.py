@@ -367,3 +367,48 @@ def _assert_refused(outcome: Outcome, named: list[str]) -> None:
     for part in named:
         assert part in lines[0], (part, lines[0])
     assert outcome.stdout == ""
+
+
+def test_an_unexpected_error_is_one_line_exit_1_and_a_bug_report_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure ctxfold did not foresee (a bug) is still one line, exit status 1, saying it is
+    a bug; CTXFOLD_TRACEBACK=1 shows the traceback instead."""
+    import ctxfold.replay
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the planner lost its place")
+
+    monkeypatch.setattr(ctxfold.replay, "compact_transcript", broken)
+    args = ["compact", str(_good(tmp_path)), "--window", "8000", "-o", str(tmp_path / "o.jsonl")]
+    outcome = run_cli(args, how="runner", home=tmp_path)
+    assert outcome.code == 1
+    assert outcome.stderr.splitlines() == [
+        "ctxfold: error: internal error: RuntimeError: the planner lost its place; this is a bug "
+        "in ctxfold (set CTXFOLD_TRACEBACK=1 to see the traceback)"
+    ]
+    with pytest.raises(RuntimeError, match="lost its place"):
+        run_cli(args, how="runner", home=tmp_path, env={"CTXFOLD_TRACEBACK": "1"})
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``ctxfold compact ... -o - | head -1``: the reader leaving early is no error."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "big.jsonl"
+    write_jsonl(source, generate(seed=0, steps=300))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxfold", "compact", str(source), "--model", "gpt-4.1", "-o", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 0
+    assert json.loads(first)["role"] == "system"
+    assert "Traceback" not in errors and "Exception ignored" not in errors
