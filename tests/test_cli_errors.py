@@ -393,22 +393,19 @@ def test_an_unexpected_error_is_one_line_exit_1_and_a_bug_report_hint(
 
 
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
-    """``ctxfold compact ... -o - | head -1``: the reader leaving early is no error."""
+    """``ctxfold compact ... -o - | head``: a reader that has gone away is no error. The reader
+    here closes the pipe before the command writes anything, so every write meets a broken
+    pipe; the command stops at once, with exit status 0 and nothing on stderr."""
     import subprocess
     import sys
 
-    source = tmp_path / "big.jsonl"
-    write_jsonl(source, generate(seed=0, steps=300))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ctxfold", "compact", str(source), "--model", "gpt-4.1", "-o", "-"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert process.stdout is not None and process.stderr is not None
-    first = process.stdout.readline()
-    process.stdout.close()
-    errors = process.stderr.read().decode()
-    process.stderr.close()
-    assert process.wait(timeout=120) == 0
-    assert json.loads(first)["role"] == "system"
-    assert "Traceback" not in errors and "Exception ignored" not in errors
+    source = _good(tmp_path)
+    command = [sys.executable, "-m", "ctxfold", "compact", str(source), "--window", "8000"]
+    with subprocess.Popen(
+        [*command, "-o", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        errors = process.stderr.read().decode()
+        assert process.wait(timeout=120) == 0, errors
+    assert errors == ""

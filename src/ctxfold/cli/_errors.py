@@ -40,6 +40,15 @@ class CtxfoldGroup(click.Group):
             raise click.UsageError(f"'ctxfold {args[0]}' is now 'ctxfold {MOVED[args[0]]}'", ctx)
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`ctxfold ... | head`): stop quietly with status 0, as other
+            # tools do. Caught here, before click's own handling turns it into status 1.
+            _silence_stdout()
+            return None
+
     def main(
         self,
         args: Sequence[str] | None = None,
@@ -77,10 +86,6 @@ def failure(exc: BaseException) -> tuple[int, str | None]:
         return EXIT_PROBLEMS, str(exc)
     if isinstance(exc, CtxfoldError):
         return EXIT_BAD_INPUT, str(exc)
-    if isinstance(exc, BrokenPipeError):
-        # The reader went away (`ctxfold ... | head`): stop quietly, as other tools do.
-        _silence_stdout()
-        return 0, ""
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return EXIT_BAD_INPUT, f"{where}{exc.strerror or exc}"
