@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.demo_session import generate
 from ctxfold.messages import validate, write_jsonl
 from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.testing import FakeLLMServer
+from ctxfold.testing.transcripts import generate
 
 
 @pytest.fixture
