@@ -124,10 +124,30 @@ def build_budget(
         raise BudgetError(f"{given}: {exc}") from None
 
 
-def build_summarizer(spec: str) -> SyncSummarizer:
+def summarizer_options(command: F) -> F:
+    """--summarizer and --redact/--no-redact, for the commands that summarize."""
+    command = click.option(
+        "--redact/--no-redact",
+        default=True,
+        show_default=True,
+        help="Scrub secrets (keys, tokens, passwords, private keys) from what an LLM "
+        "summarizer is sent and from every summary written.",
+    )(command)
+    return click.option(
+        "--summarizer",
+        default="extractive",
+        show_default=True,
+        metavar="extractive|openai:MODEL|anthropic:MODEL",
+        help="Who writes summaries; the LLM ones read their SDK's usual API-key variables.",
+    )(command)
+
+
+def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer:
     """The summarizer `spec` names: ``extractive``, ``openai:MODEL`` or ``anthropic:MODEL``.
 
-    The SDK is imported only here, so the other choices work without it installed.
+    With `redact`, an LLM summarizer scrubs secrets from everything it sends (its default);
+    without, it sends the history as it is. The SDK is imported only here, so the other choices
+    work without it installed.
     """
     kind, _, model = spec.partition(":")
     if kind == "extractive" and not model:
@@ -135,14 +155,17 @@ def build_summarizer(spec: str) -> SyncSummarizer:
 
         return cast("SyncSummarizer", ExtractiveSummarizer())
     if kind in ("openai", "anthropic") and model:
+        from ctxfold.summarizers.redact import redact_secrets
+
+        scrub = redact_secrets if redact else None
         try:
             if kind == "openai":
                 from ctxfold.summarizers.openai import OpenAISummarizer
 
-                return cast("SyncSummarizer", OpenAISummarizer(model))
+                return cast("SyncSummarizer", OpenAISummarizer(model, redact=scrub))
             from ctxfold.summarizers.anthropic import AnthropicSummarizer
 
-            return cast("SyncSummarizer", AnthropicSummarizer(model))
+            return cast("SyncSummarizer", AnthropicSummarizer(model, redact=scrub))
         except ImportError as exc:
             if isinstance(exc, MissingDependencyError):
                 raise

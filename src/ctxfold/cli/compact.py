@@ -18,6 +18,7 @@ from ctxfold.cli._common import (
     parse_target,
     read_input,
     repair_option,
+    summarizer_options,
     tokens,
     window_options,
 )
@@ -49,13 +50,7 @@ if TYPE_CHECKING:
     type=click.IntRange(min=0),
     help="Keep at least this many of the newest tokens verbatim (default 8000).",
 )
-@click.option(
-    "--summarizer",
-    default="extractive",
-    show_default=True,
-    metavar="extractive|openai:MODEL|anthropic:MODEL",
-    help="Who writes summaries; the LLM ones read their SDK's usual API-key variables.",
-)
+@summarizer_options
 @click.option(
     "--format",
     "fmt",
@@ -72,6 +67,7 @@ def compact(
     target: float | None,
     keep_recent_tokens: int | None,
     summarizer: str,
+    redact: bool,
     fmt: str | None,
     repair: bool,
     as_json: bool,
@@ -88,6 +84,7 @@ def compact(
       ctxfold compact run.jsonl -o run.small.jsonl --window 16000 --target 0.4
     """
     from ctxfold.replay import compact_transcript
+    from ctxfold.summarizers.redact import redact_secrets
     from ctxfold.tokens import counter
 
     destination = output or input.with_name(f"{input.name.removesuffix('.jsonl')}.compacted.jsonl")
@@ -100,8 +97,9 @@ def compact(
         transcript.messages,
         budget,
         provider=out_format,
-        summarizer=build_summarizer(summarizer),
+        summarizer=build_summarizer(summarizer, redact=redact),
         counter=count,
+        redact=redact_secrets if redact else None,
     )
     if str(destination) == "-":
         sys.stdout.write(dumps_jsonl(result.messages, out_format))

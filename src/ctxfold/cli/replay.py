@@ -12,6 +12,7 @@ import click
 
 from ctxfold.cli._common import (
     build_budget,
+    build_summarizer,
     check_writable,
     database_option,
     echo_json,
@@ -19,6 +20,7 @@ from ctxfold.cli._common import (
     json_option,
     read_input,
     repair_option,
+    summarizer_options,
     tokens,
     window_options,
 )
@@ -26,6 +28,7 @@ from ctxfold.cli._common import (
 if TYPE_CHECKING:
     from ctxfold.messages import Message
     from ctxfold.messages.validity import Provider
+    from ctxfold.protocols import Summarizer
     from ctxfold.replay import ReplayResult
     from ctxfold.tokens import Budget
 
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a self-contained HTML page with a chart of the run to this file.",
 )
+@summarizer_options
 @repair_option
 @json_option
 def replay(
@@ -50,6 +54,8 @@ def replay(
     model: str | None,
     database: str | None,
     html: Path | None,
+    summarizer: str,
+    redact: bool,
     repair: bool,
     as_json: bool,
 ) -> None:
@@ -74,6 +80,8 @@ def replay(
         database=database,
         name=f"replay-{input.stem}",
         provider=transcript.provider,
+        summarizer=build_summarizer(summarizer, redact=redact),
+        redact=redact,
     )
     if html is not None:
         from ctxfold.replay import write_html
@@ -97,10 +105,13 @@ def run_replay(
     database: str | None,
     name: str,
     provider: str = "openai",
+    summarizer: Summarizer | None = None,
+    redact: bool = True,
 ) -> ReplayResult:
     """Replay into the store `database` names (in memory when None), with a progress bar."""
     from ctxfold.replay import replay_transcript
     from ctxfold.storage import open_store
+    from ctxfold.summarizers.redact import redact_secrets
 
     with open_store(database or "memory://") as store, _progress(len(messages)) as advance:
         return replay_transcript(
@@ -110,6 +121,8 @@ def run_replay(
             name=name,
             progress=advance,
             provider=cast("Provider", provider),
+            summarizer=summarizer,
+            redact=redact_secrets if redact else None,
         )
 
 

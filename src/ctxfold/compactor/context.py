@@ -176,7 +176,7 @@ class CompactionContext:
                 f"range [{start}, {stop}) covers message {touched[0]}, which is pinned (the "
                 "system block, a pending call, or an application pin)"
             )
-        stretch = view.messages[start:stop]
+        stretch = view.to_summarize(start, stop)
         if summarize is None:
             synthetic = frozenset(i - start for i in range(start, stop) if view.items[i].synthetic)
             request = build_request(

@@ -98,7 +98,7 @@ class Summarize:
         tokens = view.tokens(start, end)
         synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
         request = build_request(
-            view.messages[start:end],
+            view.to_summarize(start, end),
             synthetic=synthetic,
             max_tokens=budget,
             tier=stretch.tier,

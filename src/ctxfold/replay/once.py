@@ -8,7 +8,7 @@ transcript compacted to be sent must fit the window and be a history the provide
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import BudgetError, InvalidHistoryError
@@ -28,6 +28,7 @@ def compact_transcript(
     provider: Provider = "openai",
     summarizer: Any = None,
     counter: TokenCounter | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> Compacted:
     """Compact `messages` toward `budget`'s target, for sending to `budget`'s window.
 
@@ -44,7 +45,9 @@ def compact_transcript(
     """
     from ctxfold.compactor import compact_messages
 
-    result = compact_messages(messages, budget, summarizer=summarizer, counter=counter)
+    result = compact_messages(
+        messages, budget, summarizer=summarizer, counter=counter, redact=redact
+    )
     report = result.report
     needed = max(report.pinned_tokens, report.tokens_after)
     if needed > budget.window:

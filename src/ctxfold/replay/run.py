@@ -22,7 +22,7 @@ from ctxfold.messages import Message, validate
 if TYPE_CHECKING:
     from ctxfold.compactor import CompactionReport, Compactor
     from ctxfold.messages.validity import Provider
-    from ctxfold.protocols import TokenCounter
+    from ctxfold.protocols import Summarizer, TokenCounter
     from ctxfold.session import Session
     from ctxfold.storage import StoreBase
     from ctxfold.tokens import Budget
@@ -240,9 +240,12 @@ def replay_transcript(
     counter: TokenCounter | None = None,
     progress: Callable[[int], None] | None = None,
     provider: Provider = "openai",
+    summarizer: Summarizer | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> ReplayResult:
     """Replay `messages` into a new session of `store` (default: a fresh `MemoryStore`) with the
-    default compactor for `budget`.
+    default compactor for `budget`, `summarizer` (default: the extractive one) and `redact`
+    applied to every summary before it is stored.
 
     The session is named `name`, or ``name-2``, ``name-3``... when taken, so a replay never
     appends to an earlier one. `counter` defaults to the best available (``counter("auto")``).
@@ -259,7 +262,7 @@ def replay_transcript(
     count = counter or best_counter("auto")
     target = store if store is not None else MemoryStore()
     session = target.session(fresh_session_id(target, name), counter=count)
-    compactor = Compactor(budget, counter=count)
+    compactor = Compactor(budget, summarizer=summarizer, counter=count, redact=redact)
     return replay(session, messages, compactor, counter=count, progress=progress, provider=provider)
 
 

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import pairwise
+
+from ctxfold.messages import Message
 
 Redactor = Callable[[str], str]
 """Takes text (a summary, a record to send) and returns it with secrets replaced."""
@@ -111,6 +114,30 @@ def redact_secrets(text: str) -> str:
     if _MYSQL.search(text):
         text = "".join(_mysql_line(line) for line in text.splitlines(keepends=True))
     return text
+
+
+def redact_messages(
+    messages: Sequence[Message], redact: Callable[[str], str] = redact_secrets
+) -> list[Message]:
+    """`messages` with `redact` applied to their text and their tool-call arguments: what a
+    summarizer may read when secrets must stay out of summaries. Identifiers are then taken
+    from the redacted text too, so restoring one can never put a secret back.
+
+    >>> redact_messages([Message("user", "token ghp_0123456789abcdefghijABCDEFGHIJ012345")])[0].text
+    'token [redacted]'
+    """
+    out: list[Message] = []
+    for message in messages:
+        calls = tuple(
+            call if not call.arguments else replace(call, arguments=redact(call.arguments))
+            for call in message.tool_calls
+        )
+        content = redact(message.content) if message.content else message.content
+        if content == message.content and calls == message.tool_calls:
+            out.append(message)
+        else:
+            out.append(message.replace(content=content, tool_calls=calls))
+    return out
 
 
 def _url_password(match: re.Match[str]) -> str:
