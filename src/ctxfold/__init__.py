@@ -9,6 +9,7 @@ resort) brings the projection back under budget.
 >>> compactor = ctxfold.Compactor(ctxfold.Budget.for_model("gpt-4o"))
 """
 
+from ctxfold._version import __version__
 from ctxfold.compactor import (
     Compacted,
     CompactionContext,
@@ -59,8 +60,6 @@ from ctxfold.tokens import Budget, HeuristicCounter, ModelInfo, Tally, TiktokenC
 compact = compact_messages
 """`ctxfold.compact(messages, budget, ...)`: compact a plain list; see `compact_messages`."""
 acompact = acompact_messages
-
-__version__ = "0.1.0"
 
 
 __all__ = [
