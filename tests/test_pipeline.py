@@ -17,8 +17,8 @@ from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import (
+    Accounts,
     ClearToolResults,
-    Ledger,
     Pipeline,
     Rules,
     SlidingWindow,
@@ -73,12 +73,12 @@ def view_of(messages: list[Message], target: int, keep_steps: int = 1) -> Workin
     return WorkingView(snapshot, target, Rules(COUNTER, keep_steps=keep_steps))
 
 
-def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Ledger:
+def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Accounts:
     """Run `pipeline` over `view`, answering summary calls with `summarizer`."""
     return run_sync(pipeline.plan(view), Edge(summarizer or SHORT_SUMMARIZER, COUNTER))
 
 
-def apply(strategy: Strategy, view: WorkingView) -> Ledger:
+def apply(strategy: Strategy, view: WorkingView) -> Accounts:
     """Run one strategy alone over `view`."""
     return run(Pipeline([strategy]), view)
 
@@ -251,10 +251,10 @@ def test_decline_stops_and_keeps_the_rounds_that_worked() -> None:
     messages = history(turns=4)
     summarizer = FunctionSummarizer.returning(SHORT, None)
     view = view_of(messages, target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert any("declined" in note for note in ledger.notes)
+    assert any("declined" in note for note in accounts.notes)
     # Everything after the one summarized stretch is the original history, in order.
     summary = summaries(view)[0]
     rest = view.messages[summary + 1 :]
@@ -275,11 +275,11 @@ def test_exception_stops_and_keeps_the_rounds_that_worked() -> None:
 
     summarizer = FunctionSummarizer(flaky)
     view = view_of(history(turns=4), target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert ledger.errors == ["TimeoutError: model timed out"]
-    assert isinstance(ledger.failure, TimeoutError)
+    assert accounts.errors == ["TimeoutError: model timed out"]
+    assert isinstance(accounts.failure, TimeoutError)
 
 
 @pytest.mark.guarantee("summarize-stops-at-last-good-round")
@@ -288,11 +288,11 @@ def test_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
     bloated = words(2000, "bloat")
     summarizer = FunctionSummarizer.returning(SHORT, bloated)
     view = view_of(history(turns=4), target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
     assert all(bloated not in m.text for m in view.messages)
-    assert any("no smaller" in note for note in ledger.notes)
+    assert any("no smaller" in note for note in accounts.notes)
 
 
 @pytest.mark.guarantee("plain-before-combined")
@@ -322,10 +322,10 @@ def test_unreachable_target_terminates_without_wasted_calls() -> None:
     messages = history(turns=5)
     summarizer = FunctionSummarizer.returning(SHORT)
     view = view_of(messages, target=1)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert not view.fits
     assert summarizer.calls == len(view.edits) > 0
-    assert ledger.effects[0].edits == summarizer.calls
+    assert accounts.effects[0].edits == summarizer.calls
     # Running it again on what it left makes no call at all.
     again = FunctionSummarizer.returning(SHORT)
     run(Pipeline([stepwise()]), view, again)
@@ -354,10 +354,10 @@ def test_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
 
     messages = history(turns=3)
     view = view_of(messages, target=300)
-    ledger = run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
+    accounts = run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
     assert view.edits == []
     assert view.messages == messages
-    assert any("echo" in note for note in ledger.notes)
+    assert any("echo" in note for note in accounts.notes)
 
 
 # -- what stays verbatim ---------------------------------------------------------------------------

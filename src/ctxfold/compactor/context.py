@@ -17,7 +17,7 @@ from typing import Any
 from ctxfold._drive import adrive, drive
 from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
 from ctxfold.messages import Message
-from ctxfold.pipeline.ledger import Ledger
+from ctxfold.pipeline.accounting import Accounts
 from ctxfold.pipeline.proposals import Replace
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
@@ -54,14 +54,14 @@ class CompactionContext:
     def __init__(
         self,
         view: WorkingView,
-        ledger: Ledger,
+        accounts: Accounts,
         *,
         session_id: str | None,
         resolve: Resolve | None = None,
         aresolve: AsyncResolve | None = None,
     ) -> None:
         self._view = view
-        self._ledger = ledger
+        self._accounts = accounts
         self._resolve = resolve
         self._aresolve = aresolve
         self.session_id = session_id
@@ -183,12 +183,12 @@ class CompactionContext:
                 stretch, synthetic=synthetic, tier="range", tokens=view.tokens(start, stop)
             )
             answer: SummaryResult = yield request
-            self._ledger.answered(request, answer)
+            self._accounts.answered(request, answer)
             text = answer.text
         else:
             text = yield _Ask(summarize, list(stretch))
         if text is None or not str(text).strip():
-            self._ledger.notes.append(
+            self._accounts.notes.append(
                 f"callback range [{start}, {stop}) declined by its summarizer"
             )
             return self.messages
@@ -206,9 +206,9 @@ class CompactionContext:
         )
         replaced = view.items[start:stop]
         if view.apply(edit, STRATEGY):
-            self._ledger.applied(edit, replaced, view)
+            self._accounts.applied(edit, replaced, view)
         else:
-            self._ledger.notes.append(
+            self._accounts.notes.append(
                 f"callback range [{start}, {stop}) refused: its summary was not smaller"
             )
         return self.messages

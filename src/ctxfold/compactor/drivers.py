@@ -137,7 +137,7 @@ async def run_async(flow: Generator[Any, Any, R], edge: Edge, session: Session |
 
 
 def _context(step: CallbackCall, **resolvers: Any) -> CompactionContext:
-    return CompactionContext(step.view, step.ledger, session_id=step.session_id, **resolvers)
+    return CompactionContext(step.view, step.accounts, session_id=step.session_id, **resolvers)
 
 
 def _session(session: Session | None, step: Any) -> Session:

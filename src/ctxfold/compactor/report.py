@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ctxfold.events import Event
-from ctxfold.pipeline.ledger import StrategyEffect
+from ctxfold.pipeline.accounting import StrategyEffect
 
 Reason = Literal["threshold", "overflow", "manual", "callback"]
 """Why a run ran: the automatic trigger, a provider's overflow, a manual call, or an

@@ -16,7 +16,7 @@ from typing import Any
 from ctxfold.compactor.context import CompactionContext
 from ctxfold.compactor.report import CompactionReport, Outcome, Reason
 from ctxfold.events import Compaction, Event, Mask
-from ctxfold.pipeline.ledger import Ledger, StrategyEffect
+from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.proposals import SummaryCall
 from ctxfold.pipeline.rules import Rules
@@ -29,14 +29,14 @@ Callback = Callable[[CompactionContext], Any]
 
 @dataclass(frozen=True)
 class CallbackCall:
-    """Run the application's `on_compact` callback over `view`, recording into `ledger`.
+    """Run the application's `on_compact` callback over `view`, recording into `accounts`.
 
     The driver builds the `CompactionContext` (it knows how to fetch summaries) and sends nothing
-    meaningful back; what the callback did is in the view and the ledger."""
+    meaningful back; what the callback did is in the view and the accounts."""
 
     callback: Callback
     view: WorkingView
-    ledger: Ledger
+    accounts: Accounts
     session_id: str | None
 
 
@@ -71,7 +71,7 @@ class Planned:
     target: int
     pinned_tokens: int
     effects: tuple[StrategyEffect, ...]
-    ledger: Ledger
+    accounts: Accounts
     failed: bool
 
     @property
@@ -92,11 +92,11 @@ class Planned:
         error: str | None = None,
     ) -> CompactionReport:
         """The report of this run: landed as `stored`, or ended with `outcome`."""
-        ledger = self.ledger
+        accounts = self.accounts
         landed = bool(stored)
         tokens_after = self.tokens_after if landed else self.tokens_before
-        if error is None and ledger.errors:
-            error = ledger.errors[0]
+        if error is None and accounts.errors:
+            error = accounts.errors[0]
         return CompactionReport(
             session_id=self.session_id,
             reason=self.reason,
@@ -106,16 +106,16 @@ class Planned:
             fits=tokens_after <= self.target,
             pinned_tokens=self.pinned_tokens,
             strategies=self.effects,
-            summarizer_calls=ledger.summarizer_calls,
-            summarizer_input_tokens=ledger.summarizer_input_tokens,
-            summarizer_output_tokens=ledger.summarizer_output_tokens,
-            summarizer_model=ledger.summarizer_model,
-            stretch_tokens=ledger.stretch_tokens,
-            identifiers_kept=ledger.identifiers_kept,
-            identifiers_left_out=ledger.identifiers_left_out,
-            left_out=tuple(ledger.left_out),
-            summaries=tuple(ledger.summaries),
-            notes=tuple(ledger.notes),
+            summarizer_calls=accounts.summarizer_calls,
+            summarizer_input_tokens=accounts.summarizer_input_tokens,
+            summarizer_output_tokens=accounts.summarizer_output_tokens,
+            summarizer_model=accounts.summarizer_model,
+            stretch_tokens=accounts.stretch_tokens,
+            identifiers_kept=accounts.identifiers_kept,
+            identifiers_left_out=accounts.identifiers_left_out,
+            left_out=tuple(accounts.left_out),
+            summaries=tuple(accounts.summaries),
+            notes=tuple(accounts.notes),
             duration_s=duration_s,
             outcome="landed" if landed else (outcome or self.outcome),
             error=error,
@@ -126,30 +126,30 @@ class Planned:
 def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Planned]:
     """Plan a compaction of `snapshot` toward `settings.target`; see the module docstring."""
     view = WorkingView(snapshot, snapshot.scaled(settings.target), settings.rules)
-    ledger = Ledger()
+    accounts = Accounts()
     tokens_before = view.total
     reason = settings.reason
     failed = False
     if settings.on_compact is not None:
         try:
-            yield CallbackCall(settings.on_compact, view, ledger, snapshot.session_id)
+            yield CallbackCall(settings.on_compact, view, accounts, snapshot.session_id)
         except Exception as exc:
             # `auto-trigger-isolates-failures`: a manual compact raises it; the automatic
             # trigger reports it, and nothing the callback did lands.
             if settings.raise_failures:
                 raise
-            ledger.raised(exc)
+            accounts.raised(exc)
             failed = True
         if view.edits and not failed:
             reason = "callback"
-            ledger.effects.append(
+            accounts.effects.append(
                 StrategyEffect("callback", tokens_before, view.total, len(view.edits))
             )
     if not failed and not view.fits:
-        yield from settings.pipeline.plan(view, ledger)
-        if ledger.failure is not None:
+        yield from settings.pipeline.plan(view, accounts)
+        if accounts.failure is not None:
             if settings.raise_failures:
-                raise ledger.failure
+                raise accounts.failure
             failed = not view.edits
     return Planned(
         edits=() if failed else tuple(view.edits),
@@ -160,7 +160,7 @@ def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Plan
         tokens_after=view.total,
         target=view.target,
         pinned_tokens=view.pinned_tokens(),
-        effects=tuple(ledger.effects),
-        ledger=ledger,
+        effects=tuple(accounts.effects),
+        accounts=accounts,
         failed=failed,
     )

@@ -1,8 +1,8 @@
 """The compaction pipeline: strategies as small objects in a list, and the pipeline that runs
 them."""
 
+from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.clear import ClearToolResults
-from ctxfold.pipeline.ledger import Ledger, StrategyEffect
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.rules import Rules, SummaryRole
@@ -12,8 +12,8 @@ from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 
 __all__ = [
+    "Accounts",
     "ClearToolResults",
-    "Ledger",
     "MaskResults",
     "Pipeline",
     "Replace",

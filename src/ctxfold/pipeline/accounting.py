@@ -37,7 +37,7 @@ class StrategyEffect:
 
 
 @dataclass
-class Ledger:
+class Accounts:
     """What happened during one run, beyond the edits themselves. Token figures are in the
     run's counter units, except the summarizer's own input and output tokens (its model's)."""
 
