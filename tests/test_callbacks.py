@@ -255,7 +255,11 @@ def test_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
     for start, report in zip(starts, reports, strict=True):
         assert start.session_id == report.session_id == "s"
         assert start.tokens_before == report.tokens_before > report.tokens_after
-        assert start.target == report.target == budget.target_tokens
+        # An overflow aims at half of the estimate at most: the provider refused it.
+        wanted = budget.target_tokens
+        if report.reason == "overflow":
+            wanted = min(wanted, report.tokens_before // 2)
+        assert start.target == report.target == wanted
         assert report.landed and report.duration_s > 0
     summarized = [r for r in reports if r.reason != "callback"]
     for report in summarized:

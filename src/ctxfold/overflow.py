@@ -12,9 +12,16 @@ a generic 400, so the test reads the fields each provider documents:
 
 Wrapped errors count too: the chain of `__cause__` and `__context__` is followed, so a
 `SummarizerError` raised from an SDK overflow is itself recognised.
+
+`overflow_figures` reads what the error states, when it does: the size the provider measured
+for the refused prompt and the model's limit. Overflow recovery uses both (the measured size as
+provider usage, the limit in place of a window that was set too large).
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 _OVERFLOW_CLASS_NAMES = frozenset({"ContextWindowExceededError"})
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
@@ -25,6 +32,25 @@ _OVERFLOW_PHRASES = (
 )
 _MAX_CHAIN = 16
 """How many linked exceptions to follow; cycles and absurd chains stop here."""
+
+_NUMBER = r"(\d[\d,]*)"
+# OpenAI: "maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"
+# (or "you requested 9500 tokens (9000 in the messages, 500 in the completion)").
+_OPENAI_LIMIT = re.compile(rf"maximum context length is {_NUMBER} tokens", re.IGNORECASE)
+_OPENAI_PROMPT = re.compile(
+    rf"(?:resulted in {_NUMBER} tokens|\({_NUMBER} in the messages)", re.IGNORECASE
+)
+# Anthropic: "prompt is too long: 208310 tokens > 200000 maximum".
+_ANTHROPIC = re.compile(rf"prompt is too long:\s*{_NUMBER} tokens\s*>\s*{_NUMBER}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OverflowFigures:
+    """What a context-overflow error states, in the provider's tokens: the size it measured for
+    the refused prompt (`prompt_tokens`) and the model's limit (`limit`); None where unstated."""
+
+    prompt_tokens: int | None = None
+    limit: int | None = None
 
 
 def is_context_overflow(exc: BaseException | None) -> bool:
@@ -68,3 +94,40 @@ def _body_message(exc: BaseException) -> str:
     if isinstance(error, dict):
         return str(error.get("message", ""))
     return str(error)
+
+
+def overflow_figures(exc: BaseException | None) -> OverflowFigures:
+    """The prompt size and limit an overflow error states (following the exception chain), as far
+    as it states them.
+
+    >>> overflow_figures(ValueError("prompt is too long: 208310 tokens > 200000 maximum"))
+    OverflowFigures(prompt_tokens=208310, limit=200000)
+    >>> overflow_figures(TimeoutError("timed out"))
+    OverflowFigures(prompt_tokens=None, limit=None)
+    """
+    seen: set[int] = set()
+    current = exc
+    while current is not None and id(current) not in seen and len(seen) < _MAX_CHAIN:
+        seen.add(id(current))
+        text = " ".join(str(part) for part in (current, _body_message(current)) if part)
+        figures = _figures(text)
+        if figures.prompt_tokens is not None or figures.limit is not None:
+            return figures
+        current = current.__cause__ or current.__context__
+    return OverflowFigures()
+
+
+def _figures(text: str) -> OverflowFigures:
+    anthropic = _ANTHROPIC.search(text)
+    if anthropic:
+        return OverflowFigures(_int(anthropic.group(1)), _int(anthropic.group(2)))
+    limit = _OPENAI_LIMIT.search(text)
+    prompt = _OPENAI_PROMPT.search(text)
+    return OverflowFigures(
+        _int(prompt.group(1) or prompt.group(2)) if prompt else None,
+        _int(limit.group(1)) if limit else None,
+    )
+
+
+def _int(digits: str) -> int:
+    return int(digits.replace(",", ""))

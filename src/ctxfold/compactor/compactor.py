@@ -17,6 +17,7 @@ from ctxfold.compactor.landing import compaction
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason
 from ctxfold.compactor.run import Callback, RunSettings
 from ctxfold.errors import BudgetError, ConfigurationError
+from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
@@ -27,6 +28,10 @@ from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
 
 log = logging.getLogger("ctxfold.compactor")
+
+OVERFLOW_SHRINK = 0.5
+"""After a context overflow, the view is brought to at most this share of its estimate: the
+provider refused what the estimate said would fit, so the estimate was short."""
 
 
 class Compactor:
@@ -141,29 +146,53 @@ class Compactor:
         flow = self._flow("manual", target, manual=True)
         return self._finish(await run_async(flow, self._edge(), _sync(session)))
 
-    def recover_from_overflow(self, session: Session) -> CompactionReport:
+    def recover_from_overflow(
+        self, session: Session, *, error: BaseException | None = None
+    ) -> CompactionReport:
         """After a provider's context-overflow error (see `is_context_overflow`): record it in
-        the log and compact, so the caller can retry once. From the second overflow of a session
-        on, tool results are cleared instead (`overflow-recovery`). Nothing is appended to the
+        the log and compact, so the caller can retry once (`overflow-recovery`).
+
+        The first overflow of a session runs the pipeline toward the budget's target, and toward
+        at most half of the estimate: the provider has just shown the estimate to be short, so
+        the view shrinks even when the estimate was within the target. Pass the provider's
+        `error` and what it states is used too: the size it measured is recorded as provider
+        usage (the estimate and the target are then counted as the provider counts), and a
+        stated limit below the budget's window scales the target down to it. From the second
+        overflow of a session on, tool results are cleared instead. Nothing is appended to the
         conversation itself."""
+        figures = overflow_figures(error)
+        if figures.prompt_tokens is not None:
+            session.record_usage(figures.prompt_tokens)
         session.record_overflow()
-        flow = self._overflow_flow(session.overflows())
+        flow = self._overflow_flow(session.overflows(), figures.limit)
         return self._finish(run_sync(flow, self._edge(), session))
 
-    async def arecover_from_overflow(self, session: Session | AsyncSession) -> CompactionReport:
+    async def arecover_from_overflow(
+        self, session: Session | AsyncSession, *, error: BaseException | None = None
+    ) -> CompactionReport:
         """`recover_from_overflow` for asyncio code."""
         sync = _sync(session)
+        figures = overflow_figures(error)
+        if figures.prompt_tokens is not None:
+            await asyncio.to_thread(sync.record_usage, figures.prompt_tokens)
         await asyncio.to_thread(sync.record_overflow)
-        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows))
+        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows), figures.limit)
         return self._finish(await run_async(flow, self._edge(), sync))
 
     # -- internals -------------------------------------------------------------------------
-    def _overflow_flow(self, overflows: int) -> Any:
+    def _overflow_flow(self, overflows: int, limit: int | None) -> Any:
         # The count lives in the log, so every compactor and process sees the same one.
-        if overflows <= 1:
-            return self._flow("overflow")
-        clear = Pipeline([ClearToolResults(min_tokens=0)])
-        return self._flow("overflow", target=0, pipeline=clear)
+        if overflows > 1:
+            clear = Pipeline([ClearToolResults(min_tokens=0)])
+            return self._flow("overflow", target=0, pipeline=clear)
+        budget = self.budget
+        if budget is None:
+            raise BudgetError("this compactor has no budget; overflow recovery needs its target")
+        target = budget.target_tokens
+        if limit is not None and 0 < limit < budget.window:
+            # The model's real window is smaller than the budget says: the same share of it.
+            target = target * limit // budget.window
+        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK)
 
     def _flow(
         self,
@@ -172,15 +201,21 @@ class Compactor:
         *,
         manual: bool = False,
         pipeline: Pipeline | None = None,
+        shrink: float | None = None,
     ) -> Any:
-        return compaction(self._settings(reason, target, manual, pipeline), manual=manual)
+        settings = self._settings(
+            reason, target, raise_failures=manual, pipeline=pipeline, shrink=shrink
+        )
+        return compaction(settings, manual=manual)
 
     def _settings(
         self,
         reason: Reason,
         target: int | None = None,
-        manual: bool = False,
+        *,
+        raise_failures: bool = False,
         pipeline: Pipeline | None = None,
+        shrink: float | None = None,
     ) -> RunSettings:
         """The settings of one run, read from the budget as it is now."""
         budget = self.budget
@@ -201,7 +236,8 @@ class Compactor:
             target=target,
             reason=reason,
             on_compact=self.on_compact,
-            raise_failures=manual,
+            raise_failures=raise_failures,
+            shrink=shrink,
         )
 
     def _edge(self) -> Edge:

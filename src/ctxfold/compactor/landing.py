@@ -94,7 +94,10 @@ def compaction(
                 )
             yield Started(
                 CompactionStart(
-                    snapshot.session_id, settings.reason, snapshot.estimate, settings.target
+                    snapshot.session_id,
+                    settings.reason,
+                    snapshot.estimate,
+                    settings.target_for(snapshot),
                 )
             )
         planned = yield from plan(snapshot, settings)

@@ -56,6 +56,16 @@ class RunSettings:
     raise_failures: bool = False
     """True for a manual compact: what a summarizer or callback raised is raised, and nothing
     lands (`auto-trigger-isolates-failures`)."""
+    shrink: float | None = None
+    """When set, the target is at most this share of the snapshot's estimate: after a provider
+    refused the prompt, the view must get smaller whatever the estimate says
+    (`overflow-recovery`)."""
+
+    def target_for(self, snapshot: Snapshot) -> int:
+        """The target of a run over `snapshot`, in provider tokens."""
+        if self.shrink is None:
+            return self.target
+        return min(self.target, int(snapshot.estimate * self.shrink))
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,7 @@ class Planned:
 
 def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Planned]:
     """Plan a compaction of `snapshot` toward `settings.target`; see the module docstring."""
-    view = WorkingView(snapshot, snapshot.scaled(settings.target), settings.rules)
+    view = WorkingView(snapshot, snapshot.scaled(settings.target_for(snapshot)), settings.rules)
     accounts = Accounts()
     tokens_before = view.total
     reason = settings.reason

@@ -59,9 +59,11 @@ class ClearToolResults:
                 continue
             tool, arguments = calls.get(index, ("tool", ""))
             text = placeholder(tool, arguments, message, item.id, view.counts[index])
+            tokens = view.count(message.replace(content=text))
+            if tokens >= view.counts[index]:
+                continue  # `never-larger`: a short result costs less than its placeholder
             chosen[index] = text
-            # A placeholder is a few dozen tokens; the estimate only decides when to stop picking.
-            saved += view.counts[index] - len(text) // 3
+            saved += view.counts[index] - tokens
         if chosen:
             yield MaskResults(chosen)
         return None

@@ -143,7 +143,11 @@ class WorkingView:
     # -- editing ---------------------------------------------------------------------------
     def apply(self, edit: Edit, strategy: str) -> bool:
         """Apply one edit a strategy (named `strategy`) proposed; False when it was refused
-        because it would not make the view smaller."""
+        because it would not make the view smaller.
+
+        Nothing is ever put in place of something smaller (`never-larger`): a replacement no
+        smaller than its range is refused, and so is each new content of a `MaskResults` that is
+        no smaller than the result it would replace (the others still apply)."""
         if isinstance(edit, Replace):
             return self._replace(edit, strategy)
         return self._mask(edit, strategy)
@@ -202,8 +206,11 @@ class WorkingView:
             if index in pinned:
                 raise InvalidHistoryError(f"position {index} is pinned by the application")
             item = replaced_copy(old, message=old.message.replace(content=text))
+            tokens = self.count(item.message)
+            if tokens >= self.counts[index]:
+                continue  # `never-larger`: a placeholder longer than the output it replaces
             new_items[index] = item
-            new_counts[index] = self.count(item.message)
+            new_counts[index] = tokens
         saved = sum(self.counts[i] - new_counts[i] for i in new_items)
         if not new_items or saved <= 0:
             return False
