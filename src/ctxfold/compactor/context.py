@@ -19,9 +19,10 @@ from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInput
 from ctxfold.messages import Message
 from ctxfold.pipeline.accounting import Accounts
 from ctxfold.pipeline.proposals import Replace
+from ctxfold.pipeline.summarize import identifier_counts, stretch_request, summary_budget
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers._request import SummaryRequest, SummaryResult
-from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.identifiers import extract_identifiers, verify
 from ctxfold.summarizers.record import frame_summary
 
 Resolve = Callable[[SummaryRequest], SummaryResult]
@@ -176,23 +177,25 @@ class CompactionContext:
                 f"range [{start}, {stop}) covers message {touched[0]}, which is pinned (the "
                 "system block, a pending call, or an application pin)"
             )
-        stretch = view.messages[start:stop]
+        budget = summary_budget(view)
         if summarize is None:
-            synthetic = frozenset(i - start for i in range(start, stop) if view.items[i].synthetic)
-            request = build_request(
-                stretch, synthetic=synthetic, tier="range", tokens=view.tokens(start, stop)
-            )
+            request = stretch_request(view, start, stop, max_tokens=budget, tier="range")
             answer: SummaryResult = yield request
             self._accounts.answered(request, answer)
             text = answer.text
+            identifiers = list(request.identifiers)
         else:
-            text = yield _Ask(summarize, list(stretch))
+            text = yield _Ask(summarize, view.messages[start:stop])
+            identifiers = extract_identifiers(view.originals(start, stop))
         if text is None or not str(text).strip():
             self._accounts.notes.append(
                 f"callback range [{start}, {stop}) declined by its summarizer"
             )
             return self.messages
-        body = view.redact(str(text).strip())
+        # Checked like every summary (`identifiers-survive`), whoever wrote it; redacted after,
+        # so that the check cannot put a redacted secret back.
+        checked = verify(str(text).strip(), identifiers, budget, view.count_text)
+        body = view.redact(checked.text)
         low, high = view.items[start].span[0], view.items[stop - 1].span[1]
         role = view.summary_role
         edit = Replace(
@@ -201,6 +204,7 @@ class CompactionContext:
             Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
             kind="summary",
             protected=protected,
+            identifiers=identifier_counts(checked, identifiers, body),
             range=(start, stop),
             summary=body,
         )

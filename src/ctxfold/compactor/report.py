@@ -64,7 +64,12 @@ class CompactionReport:
     stretch_tokens: int = 0
     """History tokens handed to summarizers in this run."""
     identifiers_kept: int = 0
+    """Identifiers of the summarized stretches that the new summaries hold verbatim."""
+    identifiers_restored: int = 0
+    """Of those, how many a summarizer left out and ctxfold put back (`identifiers-survive`)."""
     identifiers_left_out: int = 0
+    """Identifiers of the summarized stretches missing from the view for lack of room; they are
+    listed in `left_out`."""
     left_out: tuple[str, ...] = ()
     summaries: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

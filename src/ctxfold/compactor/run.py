@@ -122,6 +122,7 @@ class Planned:
             summarizer_model=accounts.summarizer_model,
             stretch_tokens=accounts.stretch_tokens,
             identifiers_kept=accounts.identifiers_kept,
+            identifiers_restored=accounts.identifiers_restored,
             identifiers_left_out=accounts.identifiers_left_out,
             left_out=tuple(accounts.left_out),
             summaries=tuple(accounts.summaries),

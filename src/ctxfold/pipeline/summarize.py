@@ -17,8 +17,9 @@ left to give up (`unreachable-target-terminates`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
@@ -29,11 +30,18 @@ from ctxfold.pipeline.proposals import Proposal, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.protocols import Summarizer
-from ctxfold.summarizers._request import SummaryResult, Tier
+from ctxfold.summarizers._request import SummaryRequest, SummaryResult, Tier
 from ctxfold.summarizers.base import is_echo
-from ctxfold.summarizers.identifiers import verify
-from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.identifiers import (
+    MAX_IDENTIFIER_CHARS,
+    Verification,
+    extract_identifiers,
+    verify,
+)
+from ctxfold.summarizers.prompt import build_request, parse_sections
 from ctxfold.summarizers.record import frame_summary
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 @dataclass(frozen=True)
@@ -95,15 +103,7 @@ class Summarize:
         """One request and, if the answer is usable, one edit. A reason means stop
         (`summarize-stops-at-last-good-round`)."""
         start, end = stretch.start, stretch.end
-        tokens = view.tokens(start, end)
-        synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
-        request = build_request(
-            view.messages[start:end],
-            synthetic=synthetic,
-            max_tokens=budget,
-            tier=stretch.tier,
-            tokens=tokens,
-        )
+        request = stretch_request(view, start, end, max_tokens=budget, tier=stretch.tier)
         try:
             answer: SummaryResult | None = yield SummaryCall(request, self.summarizer)
         except Exception as exc:  # stop at the last round that worked
@@ -124,7 +124,7 @@ class Summarize:
             kind="summary",
             protected=self._protected(view),
             tier=stretch.tier,
-            identifiers=IdentifierCounts(checked.kept, len(checked.added), tuple(checked.left_out)),
+            identifiers=identifier_counts(checked, request.identifiers, body),
             summarizer=answer.model if answer and answer.model else None,
             summary=body,
         )
@@ -134,7 +134,7 @@ class Summarize:
 
     # -- choosing the stretch --------------------------------------------------------------
     def _summary_budget(self, view: WorkingView) -> int:
-        return max(128, min(self.summary_tokens, view.target // 8))
+        return summary_budget(view, self.summary_tokens)
 
     def _protected(self, view: WorkingView) -> frozenset[int]:
         return view.protected(self.keep_steps)
@@ -199,6 +199,59 @@ class Summarize:
         if tokens <= budget:
             return None  # a summary could not be smaller than this stretch
         return start, end
+
+
+def summary_budget(view: WorkingView, summary_tokens: int = 1024) -> int:
+    """The most a summary may take in `view`, in tokens: `summary_tokens`, or an eighth of the
+    target when that is less, never under 128."""
+    return max(128, min(summary_tokens, view.target // 8))
+
+
+def identifier_counts(
+    checked: Verification, identifiers: Sequence[str], body: str
+) -> IdentifierCounts:
+    """How the check of a summary went, for its compaction event: `body` is the text stored
+    (checked, then redacted), so an identifier the redactor took out is not listed as held."""
+    held = tuple(i for i in dict.fromkeys(identifiers) if i and i in body)
+    return IdentifierCounts(len(held), len(checked.added), tuple(checked.left_out), held)
+
+
+def stretch_request(
+    view: WorkingView, start: int, end: int, *, max_tokens: int, tier: Tier
+) -> SummaryRequest:
+    """The summary request for view positions `[start, end)`.
+
+    Its messages are the stretch as the view shows it; its identifiers, which the summary is
+    checked against, are those of the stretch as it was logged: a tool result that clearing
+    masked still counts with its original output, so what the placeholder hid is restored to
+    the summary or reported as left out, and an earlier summary brings every identifier it
+    listed (`identifiers-survive`).
+    """
+    synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
+    request = build_request(
+        view.messages[start:end],
+        synthetic=synthetic,
+        max_tokens=max_tokens,
+        tier=tier,
+        tokens=view.tokens(start, end),
+    )
+    originals = view.originals(start, end)
+    found = extract_identifiers(originals)
+    for position in sorted(synthetic):
+        item = view.items[start + position]
+        if item.identifiers is not None:
+            found += item.identifiers  # exactly what the earlier summary was checked to hold
+            continue
+        # Not recorded (a list fed back, an older log): what the earlier summary listed as an
+        # identifier or quoted as code stays one, even where the text alone would not show it
+        # (a command is recognised where it was run, not in a bullet).
+        text = originals[position].text
+        found += parse_sections(text).get("Identifiers", [])
+        found += _CODE_SPAN.findall(text)
+    identifiers = tuple(dict.fromkeys(i for i in found if len(i) <= MAX_IDENTIFIER_CHARS))
+    if identifiers != request.identifiers:
+        request = replace(request, identifiers=identifiers)
+    return request
 
 
 def _runs(units: list[Unit], protected: frozenset[int], plain: bool) -> list[list[Unit]]:

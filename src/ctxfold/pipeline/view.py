@@ -82,6 +82,11 @@ class WorkingView:
         """Apply the configured redactor (`summaries-redacted`) to text about to be stored."""
         return self.rules.redact(text) if self.rules.redact else text
 
+    def originals(self, start: int, end: int) -> list[Message]:
+        """The messages at positions `[start, end)` as they were logged, before any mask (a
+        summary or note stays itself): what a summary of them must account for."""
+        return [item.unmasked for item in self.items[start:end]]
+
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])
 
@@ -164,7 +169,8 @@ class WorkingView:
             raise InvalidHistoryError(f"range [{start}, {end}) covers a pinned message")
         replaced = self.items[start:end]
         covers = (replaced[0].span[0], replaced[-1].span[1])
-        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers)
+        held = edit.identifiers.held if edit.identifiers is not None else None
+        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held)
         new_tokens = self.count(edit.message)
         old_tokens = self.tokens(start, end)
         if new_tokens >= old_tokens:
@@ -205,7 +211,9 @@ class WorkingView:
                 raise InvalidHistoryError(f"position {index} is not a tool result")
             if index in pinned:
                 raise InvalidHistoryError(f"position {index} is pinned by the application")
-            item = replaced_copy(old, message=old.message.replace(content=text))
+            item = replaced_copy(
+                old, message=old.message.replace(content=text), original=old.unmasked
+            )
             tokens = self.count(item.message)
             if tokens >= self.counts[index]:
                 continue  # `never-larger`: a placeholder longer than the output it replaces
