@@ -28,6 +28,7 @@ from ctxfold.pipeline import (
 )
 from ctxfold.session import Snapshot
 from ctxfold.summarizers import SummaryRequest
+from ctxfold.summarizers.record import frame_summary
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
@@ -313,6 +314,49 @@ def test_summaries_are_combined_only_after_every_plain_turn_is_summarized() -> N
     for request in summarizer.requests[first_combine:]:
         if request.tier in ("summaries", "task-summaries"):
             assert request.synthetic == frozenset(range(len(request.messages)))
+
+
+def framed(label: str) -> Message:
+    """An earlier summary, as a list that ctxfold compacted before holds it."""
+    body = f"## Work done\n- {words(60, label)}"
+    return Message("user", frame_summary(body, first_seq=2, last_seq=9))
+
+
+@pytest.mark.guarantee("plain-before-combined")
+def test_a_short_plain_stretch_between_summaries_is_summarized_and_they_combine() -> None:
+    """Two summaries with a plain stretch between them too short to summarize alone: the short
+    stretch is summarized together with the summaries beside it, read once, and the run reaches
+    the target the pinned messages allow instead of stalling."""
+    short = [Message("user", "Task 1: tidy src/old.py"), Message("assistant", "Done.")]
+    messages = [SYSTEM, framed("a"), *short, framed("b"), CURRENT, *step("now", 40)]
+    view = view_of(messages, target=180)
+    assert view.pinned_tokens() < 180 < view.total
+    summarizer = FunctionSummarizer.returning(SHORT)
+    run(Pipeline([Summarize()]), view, summarizer)
+    assert view.fits
+    (request,) = summarizer.requests
+    assert list(request.messages) == messages[1:5]
+    assert request.synthetic == frozenset({0, 3})
+    assert [item.kind for item in view.items].count("summary") == 1
+
+
+@pytest.mark.guarantee("plain-before-combined")
+def test_a_short_stretch_waits_until_every_long_plain_stretch_is_summarized() -> None:
+    """Only once no plain stretch of the region can be summarized alone is a short one taken
+    with the summaries beside it."""
+    short = [Message("user", "Task 1: tidy src/old.py"), Message("assistant", "Done.")]
+    long_turn = [Message("user", "Task 2: port src/io.py"), *step("io", 300)]
+    messages = [SYSTEM, framed("a"), *short, framed("b"), *long_turn, CURRENT, *step("now", 40)]
+    summarizer = FunctionSummarizer.returning(SHORT)
+    view = view_of(messages, target=180)
+    run(Pipeline([Summarize()]), view, summarizer)
+    assert view.fits
+    first, *rest = summarizer.requests
+    assert first.tier == "turns" and first.synthetic == frozenset()
+    assert [m.text for m in first.messages][:1] == [long_turn[0].text]
+    assert rest and all(
+        set(range(len(r.messages))) - r.synthetic == set() or r.tier == "turns" for r in rest
+    )
 
 
 @pytest.mark.guarantee("unreachable-target-terminates")

@@ -9,7 +9,10 @@ taken in four tiers, oldest and least useful first:
 4. ``task-summaries``: the current task's summaries, combined.
 
 Within a region a plain stretch is always summarized before summaries are combined
-(`plain-before-combined`), so each stretch of history is read by a summarizer once. The rounds stop
+(`plain-before-combined`), so each stretch of history is read by a summarizer once. A plain
+stretch too short to be worth a summary of its own (two summaries apart, say, by an old task's
+one-line request) is summarized together with the summaries beside it, once no other plain
+stretch of its region is left, so that it never keeps them from combining. The rounds stop
 at the last one that worked when the summarizer declines, raises, echoes its input, or answers
 something no smaller than the stretch (`summarize-stops-at-last-good-round`), and when no stretch is
 left to give up (`unreachable-target-terminates`).
@@ -158,6 +161,7 @@ class Summarize:
         )
         for tier, units, plain in rounds:
             runs = _runs(units, protected, plain)
+            short: list[list[Unit]] = []
             for run in runs:
                 if not plain and len(run) < 2:
                     continue  # one summary alone has nothing to be combined with
@@ -166,6 +170,16 @@ class Summarize:
                 )
                 if chosen is not None:
                     return Stretch(chosen[0], chosen[1], tier)
+                short.append(run)
+            if not plain:
+                continue
+            # No plain stretch of the region is worth a summary of its own. One too short for
+            # that is summarized together with the summaries beside it, so that it is read once
+            # and they are no longer kept apart by it (`plain-before-combined`).
+            for run in short:
+                joined = _with_summaries_beside(run, units, protected)
+                if joined is not None and view.tokens(*joined) > budget:
+                    return Stretch(joined[0], joined[1], tier)
         return None
 
     def _take(
@@ -252,6 +266,24 @@ def stretch_request(
     if identifiers != request.identifiers:
         request = replace(request, identifiers=identifiers)
     return request
+
+
+def _with_summaries_beside(
+    run: list[Unit], units: list[Unit], protected: frozenset[int]
+) -> tuple[int, int] | None:
+    """`run` widened to the unprotected summary (or note) right before it and the one right
+    after it, when there are any; None when there is neither."""
+    first, last = units.index(run[0]), units.index(run[-1])
+    start, end = run[0].start, run[-1].end
+    if first > 0 and _free_synthetic(units[first - 1], protected):
+        start = units[first - 1].start
+    if last + 1 < len(units) and _free_synthetic(units[last + 1], protected):
+        end = units[last + 1].end
+    return (start, end) if (start, end) != (run[0].start, run[-1].end) else None
+
+
+def _free_synthetic(unit: Unit, protected: frozenset[int]) -> bool:
+    return unit.kind == "synthetic" and not any(i in protected for i in unit.indices)
 
 
 def _runs(units: list[Unit], protected: frozenset[int], plain: bool) -> list[list[Unit]]:
