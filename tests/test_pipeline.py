@@ -13,6 +13,7 @@ import pytest
 
 from ctxfold.compactor import CompactionReport, compact_messages
 from ctxfold.compactor.drivers import Edge, run_sync
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.messages.validity import validate
@@ -160,6 +161,21 @@ def test_keep_steps_two_keeps_the_two_newest_steps() -> None:
         if m.role == "tool" and m == old
     ]
     assert kept == ["c", "d"]
+
+
+@pytest.mark.guarantee("clearing-keeps-recent-and-small")
+def test_clearing_the_newest_step_is_refused() -> None:
+    """`ClearToolResults(keep_steps=0)` is a configuration error: the newest results are never
+    cleared, and a budget with `keep_steps=0` does not clear them either."""
+    with pytest.raises(ConfigurationError, match="keep_steps"):
+        ClearToolResults(keep_steps=0)
+    messages = [SYSTEM, Message("user", "go")]
+    for name in ("a", "b", "newest"):
+        messages += step(name, 300)
+    view = view_of(messages, target=10, keep_steps=0)
+    apply(ClearToolResults(min_tokens=0, keep_tail=False), view)
+    assert view.messages[-1] == messages[-1]
+    assert view.messages[3] != messages[3]
 
 
 @pytest.mark.guarantee("micro-compaction")

@@ -20,7 +20,9 @@ CLEARED_MARK = "[ctxfold: output of "
 class ClearToolResults:
     """Replace older tool results of at least `min_tokens` tokens with a placeholder.
 
-    - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`).
+    - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`); at least
+      1, since the newest results are what the agent is reading now (`keep_steps=0` is a
+      `ConfigurationError`, and a budget's 0 counts as 1 here).
     - `min_tokens`: results shorter than this (in tokens) stay (default 100), since a placeholder
       saves little on them and short results often carry the answer.
     - `keep_tail`: leave the verbatim recent tail (`keep_recent_tokens`) alone (default True).
@@ -33,8 +35,11 @@ class ClearToolResults:
     def __init__(
         self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
     ) -> None:
-        if keep_steps is not None and keep_steps < 0:
-            raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
+        if keep_steps is not None and keep_steps < 1:
+            raise ConfigurationError(
+                f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
+                "what the agent is reading now, and are never cleared"
+            )
         if min_tokens < 0:
             raise ConfigurationError(f"min_tokens must be >= 0, not {min_tokens}")
         self.keep_steps = keep_steps
@@ -42,7 +47,9 @@ class ClearToolResults:
         self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> Flow:
-        protected = view.protected(self.keep_steps, tail=self.keep_tail)
+        # Whatever the budget's keep_steps, the newest step keeps its results.
+        keep_steps = max(1, view.rules.keep_steps if self.keep_steps is None else self.keep_steps)
+        protected = view.protected(keep_steps, tail=self.keep_tail)
         calls = _calls_by_result(view)
         chosen: dict[int, str] = {}
         saved = 0
