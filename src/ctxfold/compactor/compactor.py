@@ -227,6 +227,8 @@ class Compactor:
             counter=self.counter,
             keep_steps=budget.keep_steps if budget else 1,
             keep_recent_tokens=budget.keep_recent_tokens if budget else 0,
+            keep_count=budget.keep_count if budget else 0,
+            min_messages=budget.min_messages if budget else 0,
             summary_role=self.summary_role,
             redact=self.redact,
         )

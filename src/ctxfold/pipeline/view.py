@@ -41,6 +41,7 @@ class WorkingView:
         self.edits: list[Compaction | Mask] = []
         self._total = sum(self.counts)
         self._structure: Structure | None = None
+        self._tail: int | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -104,20 +105,37 @@ class WorkingView:
         return structure.pinned(steps, also)
 
     def tail_start(self) -> int:
-        """Where the verbatim recent tail begins: at least `keep_recent_tokens` of the newest
-        tokens, widened back to a safe cut point. Capped at half the target, so that a small
-        window can still be reached."""
+        """Where the verbatim recent tail begins, widened back to a safe cut point.
+
+        The tail holds at least `keep_recent_tokens` of the newest tokens, capped at half the
+        target so that a small window can still be reached; and at least `keep_count` and
+        `min_messages` of the newest messages whenever the target allows it: when the view could
+        still be brought within the target with them kept (see `pinned_tokens`)."""
+        if self._tail is None:
+            self._tail = self._tail_start()
+        return self._tail
+
+    def _tail_start(self) -> int:
+        size = len(self.items)
+        cuts = sorted(self.structure().cuts)
+        start = size
         want = min(self.rules.keep_recent_tokens, self.target // 2)
-        if want <= 0:
-            return len(self.items)
-        index, seen = len(self.items), 0
-        while index > 0 and seen < want:
-            index -= 1
-            seen += self.counts[index]
-        cuts = self.structure().cuts
-        while index > 0 and index not in cuts:
-            index -= 1
-        return index
+        if want > 0:
+            seen = 0
+            while start > 0 and seen < want:
+                start -= 1
+                seen += self.counts[start]
+            start = max((c for c in cuts if c <= start), default=0)
+        count = max(self.rules.keep_count, self.rules.min_messages)
+        if count <= 0 or size - count >= start:
+            return start
+        # The message tail, as long as it may be: from the cut that keeps `count` messages,
+        # shorter one step at a time until the target stays within reach.
+        widest = max((c for c in cuts if c <= size - count), default=0)
+        for cut in (c for c in cuts if widest <= c < start):
+            if self.pinned_tokens(frozenset(range(cut, size))) <= self.target:
+                return cut
+        return start
 
     def protected(self, keep_steps: int | None = None, *, tail: bool = True) -> frozenset[int]:
         pinned = self.hard_pinned(keep_steps)
@@ -125,11 +143,12 @@ class WorkingView:
             return pinned
         return pinned | frozenset(range(self.tail_start(), len(self.items)))
 
-    def pinned_tokens(self) -> int:
-        """The fewest tokens this view can be brought down to: the pinned messages, plus, for each
-        gap between them, the smaller of what is there and the one note that would stand for it
-        (a dropped stretch always leaves a message in its place)."""
-        pinned = self.hard_pinned()
+    def pinned_tokens(self, kept: frozenset[int] = frozenset()) -> int:
+        """The fewest tokens this view can be brought down to: the pinned messages (and the
+        positions `kept`), plus, for each gap between them, the smaller of what is there and the
+        one note that would stand for it (a dropped stretch always leaves a message in its
+        place)."""
+        pinned = self.hard_pinned() | kept
         structure = self.structure()
         total = self.fixed_tokens
         gap_start: int | None = None
@@ -199,6 +218,7 @@ class WorkingView:
         self.counts[start:end] = [new_tokens]
         self._total += new_tokens - old_tokens
         self._structure = None
+        self._tail = None
         return True
 
     def _mask(self, edit: MaskResults, strategy: str) -> bool:
@@ -231,5 +251,5 @@ class WorkingView:
             self.items[index] = item
             self.counts[index] = new_counts[index]
         self._total -= saved
-        # Masks keep roles and call ids, so the structure is unchanged.
+        self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
         return True
