@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxfold.compactor.drivers import Edge, run_async, run_sync
 from ctxfold.compactor.landing import compaction
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason, Trim
 from ctxfold.compactor.run import Callback, RunSettings
 from ctxfold.errors import BudgetError, ConfigurationError
 from ctxfold.overflow import overflow_figures
@@ -28,6 +28,10 @@ from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
 
 log = logging.getLogger("ctxfold.compactor")
+
+AppTrigger = Callable[[int, Session], bool]
+"""`should_compact(estimate, session) -> bool`: the application's own trigger; `estimate` is in
+tokens."""
 
 OVERFLOW_SHRINK = 0.5
 """After a context overflow, the view is brought to at most this share of its estimate: the
@@ -51,6 +55,14 @@ class Compactor:
     - `tools`: the tool schemas sent with each request; they count against the budget
       (`tool-schemas-counted`).
     - `on_start(CompactionStart)`, `on_report(CompactionReport)`: observe each run (`run-reported`).
+    - `on_trim(Trim)`: told what each landed edit took out of the view, once it is stored
+      (`trim-reported`).
+    - `should_compact(estimate, session) -> bool`: the application's own trigger, asked at each
+      automatic check beside the budget (`app-trigger`). Compaction starts when either says so:
+      the predicate can start it early (every few turns, at the end of a task), never hold it
+      back once the estimate reaches the budget's trigger point, so a session cannot overflow.
+      `min_messages` holds either way; the run aims at the budget's target (with `on_compact`,
+      the callback picks the ranges). `estimate` is in tokens.
     - `summary_role`: the role summaries and notes are projected with (default "user").
 
     >>> from ctxfold import Budget, Message
@@ -73,10 +85,17 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         on_start: Callable[[CompactionStart], Any] | None = None,
         on_report: Callable[[CompactionReport], Any] | None = None,
+        on_trim: Callable[[Trim], Any] | None = None,
+        should_compact: AppTrigger | None = None,
         summary_role: SummaryRole = "user",
     ) -> None:
         if budget is not None and not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
+        if should_compact is not None and budget is None:
+            raise ConfigurationError(
+                "should_compact needs a budget: the budget gives the target a compaction aims "
+                "at, and stays the safety net at its trigger point"
+            )
         if summary_role not in SUMMARY_ROLES:
             raise ConfigurationError(
                 f"summary_role must be user, assistant or system, not {summary_role!r}"
@@ -94,6 +113,9 @@ class Compactor:
         self.tools = list(tools or [])
         self.on_start = on_start
         self.on_report = on_report
+        self.on_trim = on_trim
+        self.app_trigger = should_compact
+        """The `should_compact` predicate, or None; may be replaced at any time."""
         self.summary_role = summary_role
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
 
@@ -105,15 +127,31 @@ class Compactor:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
     def should_compact(self, session: Session) -> bool:
-        """True when the estimate has reached the trigger and the session has at least
-        `min_messages` messages (`min-messages`). Always False without a budget
-        (`budget-live-and-validated`)."""
+        """True when the session has at least `min_messages` messages (`min-messages`) and the
+        estimate has reached the budget's trigger, or the application's `should_compact`
+        predicate says so (`app-trigger`). Always False without a budget
+        (`budget-live-and-validated`). A predicate that raises is logged and the budget alone
+        decides."""
         budget = self.budget
         if budget is None:
             return False
         if session.message_count() < budget.min_messages:
             return False
-        return budget.should_compact(self.estimate(session))
+        estimate = self.estimate(session)
+        if budget.should_compact(estimate):
+            return True
+        predicate = self.app_trigger
+        if predicate is None:
+            return False
+        try:
+            return bool(predicate(estimate, session))
+        except Exception as exc:  # the application's code must not break the agent's turn
+            log.warning(
+                "ctxfold: should_compact raised %s: %s; the budget decides alone",
+                type(exc).__name__,
+                exc,
+            )
+            return False
 
     # -- running ---------------------------------------------------------------------------
     def maybe_compact(self, session: Session) -> CompactionReport | None:
@@ -243,7 +281,7 @@ class Compactor:
         )
 
     def _edge(self) -> Edge:
-        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start)
+        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start, self.on_trim)
 
     def _finish(self, report: CompactionReport) -> CompactionReport:
         if report.error:

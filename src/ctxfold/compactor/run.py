@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.compactor.context import CompactionContext
-from ctxfold.compactor.report import CompactionReport, Outcome, Reason
+from ctxfold.compactor.report import CompactionReport, Outcome, Reason, Trim
 from ctxfold.events import Compaction, Event, Mask
 from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.proposals import SummaryCall
 from ctxfold.pipeline.rules import Rules
-from ctxfold.pipeline.view import WorkingView
+from ctxfold.pipeline.view import Applied, WorkingView
 from ctxfold.session.snapshot import Snapshot
 
 Callback = Callable[[CompactionContext], Any]
@@ -83,6 +83,32 @@ class Planned:
     effects: tuple[StrategyEffect, ...]
     accounts: Accounts
     failed: bool
+    changes: tuple[Applied, ...] = ()
+    """For each of `edits`, what it took out of the view and put in."""
+
+    def trims(self, stored: Sequence[Event]) -> tuple[Trim, ...]:
+        """What each edit, stored as `stored` (one event per edit, in order), took out."""
+        out = []
+        for event, edit, change in zip(stored, self.edits, self.changes, strict=True):
+            removed = tuple(item.message for item in change.removed)
+            spans = [item.span for item in change.removed]
+            out.append(
+                Trim(
+                    session_id=self.session_id,
+                    seq=event.seq,
+                    kind="mask" if isinstance(edit, Mask) else edit.kind,
+                    strategy=edit.strategy,
+                    reason=self.reason,
+                    first_seq=min(low for low, _ in spans),
+                    last_seq=max(high for _, high in spans),
+                    removed=removed,
+                    replacement=tuple(item.message for item in change.added),
+                    summary=change.summary,
+                    tokens_before=change.tokens_before,
+                    tokens_after=change.tokens_after,
+                )
+            )
+        return tuple(out)
 
     @property
     def outcome(self) -> Outcome:
@@ -174,4 +200,5 @@ def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Plan
         effects=tuple(accounts.effects),
         accounts=accounts,
         failed=failed,
+        changes=() if failed else tuple(view.changes),
     )

@@ -8,6 +8,7 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 
 from ctxfold.errors import InvalidHistoryError
@@ -19,6 +20,19 @@ from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one applied edit did to the view: the items it took out (`removed`, as they stood),
+    the ones it put in (`added`), their tokens (counter units), and the summary's text before
+    framing, for a summary."""
+
+    removed: tuple[Item, ...]
+    added: tuple[Item, ...]
+    tokens_before: int
+    tokens_after: int
+    summary: str | None = None
 
 
 class WorkingView:
@@ -39,6 +53,8 @@ class WorkingView:
         self.pinned_ids = snapshot.pinned_ids
         self.next_seq = snapshot.base_seq + 1
         self.edits: list[Compaction | Mask] = []
+        self.changes: list[Applied] = []
+        """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
         self._tail: int | None = None
@@ -213,6 +229,7 @@ class WorkingView:
                 range=edit.range,
             )
         )
+        self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
         self.next_seq += 1
         self.items[start:end] = [item]
         self.counts[start:end] = [new_tokens]
@@ -246,6 +263,15 @@ class WorkingView:
             MaskedItem(self.items[i].id, new_items[i].message.text) for i in sorted(new_items)
         )
         self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved))
+        order = sorted(new_items)
+        self.changes.append(
+            Applied(
+                tuple(self.items[i] for i in order),
+                tuple(new_items[i] for i in order),
+                sum(self.counts[i] for i in order),
+                sum(new_counts[i] for i in order),
+            )
+        )
         self.next_seq += 1
         for index, item in new_items.items():
             self.items[index] = item
