@@ -15,6 +15,7 @@ from ctxfold.compactor import (
     CompactionReport,
     CompactionStart,
     Compactor,
+    Trim,
     acompact_messages,
     compact_messages,
 )
@@ -43,7 +44,14 @@ from ctxfold.messages import (
     write_jsonl,
 )
 from ctxfold.overflow import is_context_overflow
-from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
+from ctxfold.pipeline import (
+    ClearToolResults,
+    Pipeline,
+    SlidingWindow,
+    Strategy,
+    Summarize,
+    TruncateToolResults,
+)
 from ctxfold.protocols import EventStore, TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
 from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
@@ -103,6 +111,8 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "Trim",
+    "TruncateToolResults",
     "__version__",
     "acompact",
     "acompact_messages",

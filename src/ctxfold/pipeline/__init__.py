@@ -8,6 +8,7 @@ from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
+from ctxfold.pipeline.truncate import TruncateToolResults
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 
@@ -24,5 +25,6 @@ __all__ = [
     "Summarize",
     "SummaryCall",
     "SummaryRole",
+    "TruncateToolResults",
     "WorkingView",
 ]

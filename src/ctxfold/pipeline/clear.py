@@ -50,7 +50,7 @@ class ClearToolResults:
         # Whatever the budget's keep_steps, the newest step keeps its results.
         keep_steps = max(1, view.rules.keep_steps if self.keep_steps is None else self.keep_steps)
         protected = view.protected(keep_steps, tail=self.keep_tail)
-        calls = _calls_by_result(view)
+        calls = calls_by_result(view)
         chosen: dict[int, str] = {}
         saved = 0
         for index, item in enumerate(view.items):
@@ -78,8 +78,8 @@ class ClearToolResults:
 
 def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:
     """The text that stands in for a cleared result: tool, call id, size, and how to recall it."""
-    gist = _gist(arguments)
-    call = f"{tool}({gist})" if gist else tool
+    about = gist(arguments)
+    call = f"{tool}({about})" if about else tool
     return (
         f"{CLEARED_MARK}{call} was cleared to save context (call {message.tool_call_id}, "
         f"{tokens} tokens). The full output is kept in the session log as event {item_id}; "
@@ -87,7 +87,9 @@ def placeholder(tool: str, arguments: str, message: Message, item_id: int, token
     )
 
 
-def _gist(arguments: str, limit: int = 80) -> str:
+def gist(arguments: str, limit: int = 80) -> str:
+    """A call's arguments in one short line (at most `limit` characters): the value alone when
+    there is one argument, for placeholders and markers to name the call by."""
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
@@ -99,7 +101,7 @@ def _gist(arguments: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _calls_by_result(view: WorkingView) -> dict[int, tuple[str, str]]:
+def calls_by_result(view: WorkingView) -> dict[int, tuple[str, str]]:
     """For each tool result index, the name and arguments of the call it answers."""
     out: dict[int, tuple[str, str]] = {}
     for unit in view.structure().steps:
