@@ -4,19 +4,22 @@ that says how many lines went and how to recall them (`head-and-tail-truncation`
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from ctxfold.compactor import Compactor, compact_messages
+from conftest import transcript_params
+from ctxfold.compactor import Compactor, Trim, compact_messages
 from ctxfold.errors import ConfigurationError
 from ctxfold.events import MASK, MESSAGE
-from ctxfold.messages import Message, ToolCall, validate
+from ctxfold.messages import Message, ToolCall, read_jsonl, validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, Summarize, TruncateToolResults
 from ctxfold.pipeline.truncate import CUT_PHRASE
 from ctxfold.storage import MemoryStore
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
+from ctxfold.tokens import counter as make_counter
 
 COUNTER = FixedCounter()
 BUDGET = Budget(window=100_000, keep_recent_tokens=0)
@@ -153,3 +156,31 @@ def test_bad_settings_are_refused() -> None:
         TruncateToolResults(head_lines=-1)
     with pytest.raises(ConfigurationError, match="keep_steps"):
         TruncateToolResults(keep_steps=0)
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize("transcript", transcript_params())
+@pytest.mark.guarantee("never-larger")
+def test_on_every_transcript_no_edit_puts_something_larger_in_place(transcript: Path) -> None:
+    """Truncation, clearing, summaries and notes on real transcripts at small windows: every
+    replaced message, and every replaced stretch, is larger than what stands in its place."""
+    messages = read_jsonl(transcript)
+    counter = make_counter("auto")
+    pipeline = Pipeline(
+        [TruncateToolResults(head_lines=10, tail_lines=10), *Pipeline.default().strategies]
+    )
+    trims: list[Trim] = []
+    session = MemoryStore().session("n")
+    session.append(messages)
+    for window in (16_000, 8_000, 4_000):
+        compactor = Compactor(
+            Budget(window=window), pipeline=pipeline, counter=counter, on_trim=trims.append
+        )
+        compactor.compact(session)
+    if sum(counter.count_message(m) for m in messages) > 4_000:
+        assert trims
+    for trim in trims:
+        assert trim.tokens_after < trim.tokens_before, trim
+        if trim.kind == "mask":
+            for old, new in zip(trim.removed, trim.replacement, strict=True):
+                assert counter.count_message(new) < counter.count_message(old)
