@@ -120,8 +120,8 @@ def test_the_cli_compacts_its_own_output_without_losing_the_task(tmp_path: Path)
     once = tmp_path / "once.jsonl"
     twice = tmp_path / "twice.jsonl"
     messages = [SYSTEM, Message("user", "Fix the crash in src/app/loader.py on an empty config.")]
-    for number in range(40):
-        messages += step(f"c{number}", 400)
+    for number in range(150):
+        messages += step(f"c{number}", 60)
     write_jsonl(source, messages)
     for src, out, window in ((source, once, "16000"), (once, twice, "9000")):
         args = ["compact", str(src), "--window", window, "-o", str(out), "--json"]
