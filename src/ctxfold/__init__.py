@@ -16,6 +16,7 @@ from ctxfold.compactor import (
     CompactionReport,
     CompactionStart,
     Compactor,
+    Trim,
     acompact_messages,
     compact_messages,
 )
@@ -44,7 +45,14 @@ from ctxfold.messages import (
     write_jsonl,
 )
 from ctxfold.overflow import is_context_overflow
-from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
+from ctxfold.pipeline import (
+    ClearToolResults,
+    Pipeline,
+    SlidingWindow,
+    Strategy,
+    Summarize,
+    TruncateToolResults,
+)
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
 from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
@@ -102,6 +110,8 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "Trim",
+    "TruncateToolResults",
     "__version__",
     "acompact",
     "acompact_messages",

@@ -3,7 +3,7 @@
 from ctxfold.compactor.compactor import Compactor
 from ctxfold.compactor.context import CompactionContext
 from ctxfold.compactor.lists import Compacted, acompact_messages, compact_messages
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Reason
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Reason, Trim
 
 __all__ = [
     "Compacted",
@@ -13,6 +13,7 @@ __all__ = [
     "Compactor",
     "Outcome",
     "Reason",
+    "Trim",
     "acompact_messages",
     "compact_messages",
 ]
