@@ -47,7 +47,8 @@ class Accounts:
     summarizer_output_tokens: int = 0
     summarizer_model: str | None = None
     stretch_tokens: int = 0
-    """Tokens of history handed to summarizers (each stretch counted once per request)."""
+    """Tokens of history summarizers read (each stretch counted once per request): the
+    original messages, masks undone, and the earlier summaries in it."""
     identifiers_kept: int = 0
     identifiers_restored: int = 0
     """Identifiers a summarizer left out that ctxfold put back into its summary."""
@@ -66,7 +67,7 @@ class Accounts:
     def answered(self, request: SummaryRequest, answer: SummaryResult | None) -> None:
         """A summarizer answered `request` (None text: it declined)."""
         self.summarizer_calls += answer.calls if answer else 1
-        self.stretch_tokens += request.tokens
+        self.stretch_tokens += request.read_tokens or request.tokens
         if answer is not None:
             self.summarizer_input_tokens += answer.input_tokens
             self.summarizer_output_tokens += answer.output_tokens
@@ -88,15 +89,21 @@ class Accounts:
             self.left_out.extend(edit.identifiers.left_out)
         if edit.summary is not None:
             self.summaries.append(edit.summary)
-        dropped = [i.message.text for i in replaced if i.kind == "summary"]
+        dropped = [i for i in replaced if i.kind == "summary"]
         if edit.kind == "note" and dropped:
             # A dropped summary takes the identifiers it was keeping with it
             # (`identifiers-survive`): those no longer anywhere in the view are left out.
             self.left_out.extend(_lost_identifiers(view, dropped))
 
 
-def _lost_identifiers(view: WorkingView, dropped_summaries: list[str]) -> list[str]:
+def _lost_identifiers(view: WorkingView, dropped_summaries: list[Item]) -> list[str]:
     remaining = "\n".join(
         text for m in view.messages for text in (m.text, *(c.arguments for c in m.tool_calls))
     )
-    return [i for i in extract_identifiers("\n".join(dropped_summaries)) if i not in remaining]
+    held: list[str] = []
+    for item in dropped_summaries:
+        # What its compaction recorded it held (quoted identifiers included), and what its text
+        # shows, for a summary written before that was recorded.
+        held += item.identifiers or ()
+        held += extract_identifiers(item.message.text)
+    return [i for i in dict.fromkeys(held) if i not in remaining]

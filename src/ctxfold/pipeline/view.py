@@ -18,9 +18,15 @@ from ctxfold.messages.structure import Structure, analyze
 from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
+from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers.redact import redact_messages
+from ctxfold.tokens.budget import user_words_bound
+
+MASKABLE = frozenset({"tool", "user"})
+"""The roles a mask may give new content: tool results (cleared, cut) and user messages
+(collapsed repeats, shortened past the bound)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class WorkingView:
         self._total = sum(self.counts)
         self._structure: Structure | None = None
         self._tail: int | None = None
+        self._users: UserWords | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -118,18 +125,39 @@ class WorkingView:
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])
 
+    @property
+    def user_bound(self) -> int:
+        """The user's words kept verbatim, in tokens: `rules.keep_user_tokens`, or the smaller
+        of 20,000 and half the target."""
+        bound = self.rules.keep_user_tokens
+        return user_words_bound(self.target) if bound is None else bound
+
+    def user_words(self) -> UserWords:
+        """Which real user messages stay verbatim within `user_bound`, which are past it and
+        which repeat a later one (`ctxfold.pipeline.user_words`); by position."""
+        if self._users is None:
+            structure = self.structure()
+            candidates = [
+                Candidate(i, item.unmasked.text, self.counts[i])
+                for i, item in enumerate(self.items)
+                if i >= structure.system_end and not item.synthetic and item.message.role == "user"
+            ]
+            self._users = select_user_words(candidates, self.user_bound)
+        return self._users
+
     def app_pinned(self) -> frozenset[int]:
         """Positions of the items the application pinned."""
         return frozenset(i for i, item in enumerate(self.items) if item.id in self.pinned_ids)
 
     def hard_pinned(self, keep_steps: int | None = None) -> frozenset[int]:
         """Positions no strategy may touch: system block, current request, newest steps, pending
-        calls, and items the application pinned."""
+        calls, items the application pinned, and the user's words within their bound
+        (`user-words-kept`)."""
         steps = self.rules.keep_steps if keep_steps is None else keep_steps
         structure = self.structure()
         # The system block is pinned already, and is no unit `pinned` could widen a pin to.
         also = [i for i in self.app_pinned() if i >= structure.system_end]
-        return structure.pinned(steps, also)
+        return structure.pinned(steps, also) | self.user_words().kept
 
     def tail_start(self) -> int:
         """Where the verbatim recent tail begins, widened back to a safe cut point.
@@ -172,9 +200,9 @@ class WorkingView:
 
     def pinned_tokens(self, kept: frozenset[int] = frozenset()) -> int:
         """The fewest tokens this view can be brought down to: the pinned messages (and the
-        positions `kept`), plus, for each gap between them, the smaller of what is there and the
-        one note that would stand for it (a dropped stretch always leaves a message in its
-        place)."""
+        positions `kept`), plus, for each gap between them, the one note that would stand for it
+        (a dropped stretch always leaves a message in its place), or what is there when the note
+        would take more than half of it (such a drop is never made)."""
         pinned = self.hard_pinned() | kept
         structure = self.structure()
         total = self.fixed_tokens
@@ -185,7 +213,9 @@ class WorkingView:
                 continue
             if gap_start is not None:
                 note = note_for(self.items, structure, gap_start, index, self.summary_role)
-                total += min(self.tokens(gap_start, index), self.count(note.message))
+                gap, cost = self.tokens(gap_start, index), self.count(note.message)
+                # `drops-worth-their-note`: a gap no more than twice its note's size stays.
+                total += cost if 2 * cost <= gap else gap
                 gap_start = None
             if index < len(self.items):
                 total += self.counts[index]
@@ -216,7 +246,9 @@ class WorkingView:
         replaced = self.items[start:end]
         covers = (replaced[0].span[0], replaced[-1].span[1])
         held = edit.identifiers.held if edit.identifiers is not None else None
-        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held)
+        item = Item(
+            self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held, edit.ledger
+        )
         new_tokens = self.count(edit.message)
         old_tokens = self.tokens(start, end)
         if new_tokens >= old_tokens:
@@ -238,6 +270,7 @@ class WorkingView:
                 dropped=edit.dropped,
                 turns=edit.turns,
                 range=edit.range,
+                ledger=edit.ledger,
             )
         )
         self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
@@ -247,6 +280,7 @@ class WorkingView:
         self._total += new_tokens - old_tokens
         self._structure = None
         self._tail = None
+        self._users = None
         return True
 
     def _mask(self, edit: MaskResults, strategy: str) -> bool:
@@ -255,8 +289,10 @@ class WorkingView:
         new_counts: dict[int, int] = {}
         for index, text in edit.placeholders.items():
             old = self.items[index]
-            if old.message.role != "tool":
-                raise InvalidHistoryError(f"position {index} is not a tool result")
+            if old.message.role not in MASKABLE or old.synthetic:
+                raise InvalidHistoryError(
+                    f"position {index} is neither a tool result nor a user message"
+                )
             if index in pinned:
                 raise InvalidHistoryError(f"position {index} is pinned by the application")
             item = replaced_copy(
@@ -289,4 +325,5 @@ class WorkingView:
             self.counts[index] = new_counts[index]
         self._total -= saved
         self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
+        self._users = None
         return True

@@ -1,10 +1,15 @@
 """SlidingWindow: the last resort. Drop the oldest whole turns, then the oldest steps of the
 current task, and leave one note saying what went and how to recall it.
 
-It first keeps the verbatim recent tail; if the view still does not fit, it gives the tail up too
-and keeps only what is pinned (system block, current request, newest steps, pending calls, the
-application's pins). The note replaces the dropped run where it stood, and absorbs an earlier
-note next to it, so there is never more than one note in a row.
+It first keeps the verbatim recent tail; if the view still does not fit, it gives the tail up
+too, then the summaries (the one holding the work ledger last), and last the user's messages
+past their bound; it keeps what is pinned
+(system block, current request, newest steps, pending calls, the application's pins) and the
+user's words within their bound, always (`user-words-kept`). The note replaces the dropped run
+where it stood, and absorbs an earlier note next to it, so there is never more than one note in
+a row. A drop whose note would take more than half of what it drops saves less than it loses,
+and is not made (`drops-worth-their-note`). Each note records the work ledger of what it
+dropped, so later summaries still account for it.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from typing import Any
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.messages.structure import Unit
-from ctxfold.pipeline.notes import note_for
+from ctxfold.pipeline.ledgers import holds_ledger, ledger_data, stretch_ledger
+from ctxfold.pipeline.notes import Note, note_for
 from ctxfold.pipeline.proposals import Proposal, Replace
 from ctxfold.pipeline.strategy import Flow
+from ctxfold.pipeline.summaries import shrink_ledger
 from ctxfold.pipeline.view import WorkingView
 
 
@@ -35,10 +42,19 @@ class SlidingWindow:
 
     def run(self, view: WorkingView) -> Flow:
         # Give up as little as possible: plain messages outside the recent tail first, then the
-        # tail, and summaries last, since one summary stands for many messages.
-        for keep_tail, keep_summaries in ((True, True), (False, True), (False, False)):
+        # tail, then summaries, since one summary stands for many messages, and the user's
+        # messages past their bound last of all.
+        for stage in _STAGES:
+            if stage == _STAGES[-1]:
+                # Before the summary holding the work ledger may go, its least useful entries
+                # give up what the target needs, and no more.
+                shrink = shrink_ledger(view, view.excess)
+                if shrink is not None:
+                    yield shrink
+                if view.fits:
+                    return None
             while not view.fits:
-                dropped = yield from self._drop_once(view, keep_tail, keep_summaries)
+                dropped = yield from self._drop_once(view, *stage)
                 if not dropped:
                     break
             if view.fits:
@@ -46,12 +62,19 @@ class SlidingWindow:
         return "nothing more may be dropped"
 
     def _drop_once(
-        self, view: WorkingView, keep_tail: bool, keep_summaries: bool
+        self, view: WorkingView, keep_tail: bool, keep_summaries: bool, keep_users: bool
     ) -> Generator[Proposal, Any, bool]:
-        """Drop the oldest stretch that makes the view smaller; False when none does."""
+        """Drop the oldest stretch that makes the view smaller and is worth its note; False when
+        none does."""
         protected = view.protected(self.keep_steps, tail=keep_tail)
+        summaries = {i for i, item in enumerate(view.items) if item.kind == "summary"}
         if keep_summaries:
-            protected |= {i for i, item in enumerate(view.items) if item.kind == "summary"}
+            protected |= summaries
+        if keep_users:
+            protected |= view.user_words().protected
+            # The summary holding the work ledger goes only with the user's words past their
+            # bound: it stands for all the work, not one stretch of it.
+            protected |= {i for i in summaries if holds_ledger(view.items[i].message.text)}
         structure = view.structure()
         current = structure.current_turn
         task_start = current.start if current and current.user is not None else structure.size
@@ -60,6 +83,8 @@ class SlidingWindow:
         for run in _runs(structure.units, protected):
             # Whole turns while in earlier turns; whole steps inside the current task.
             tokens, end = 0, run[0].start
+            start = run[0].start
+            chosen: tuple[int, Note] | None = None
             for position, unit in enumerate(run):
                 tokens += view.tokens(unit.start, unit.end)
                 end = unit.end
@@ -67,10 +92,17 @@ class SlidingWindow:
                 at_boundary = (
                     following is None or following >= task_start or (following in turn_starts)
                 )
-                if tokens >= want and at_boundary:
-                    break
-            start = run[0].start
-            note = note_for(view.items, structure, start, end, view.summary_role)
+                last = position + 1 == len(run)
+                if (tokens >= want and at_boundary) or last:
+                    note = note_for(view.items, structure, start, end, view.summary_role)
+                    # `drops-worth-their-note`: a note nearly as long as what it stands for
+                    # gives up the messages and saves next to nothing.
+                    if 2 * view.count(note.message) <= tokens:
+                        chosen = (end, note)
+                        break
+            if chosen is None:
+                continue
+            end, note = chosen
             applied = yield Replace(
                 start,
                 end,
@@ -79,10 +111,21 @@ class SlidingWindow:
                 protected=protected,
                 dropped=note.dropped,
                 turns=note.turns,
+                ledger=ledger_data(stretch_ledger(view, start, end)),
             )
             if applied:
                 return True
         return False
+
+
+_STAGES = (
+    (True, True, True),
+    (False, True, True),
+    (False, False, True),
+    (False, False, False),
+)
+"""(keep the recent tail, keep summaries, keep the user's messages past their bound), in the
+order the window tries them."""
 
 
 def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:
