@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import BudgetError, InvalidHistoryError
+from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
+from ctxfold.replay.fidelity import Fidelity, measure
 
 if TYPE_CHECKING:
     from ctxfold.compactor import CompactionReport, Compactor
@@ -92,6 +94,9 @@ class ReplayResult:
     duration_s: float
     counter: str
     summaries: tuple[str, ...] = field(default=())
+    fidelity: Fidelity | None = None
+    """What the final view kept of the user's words, identifiers and probes (see
+    `ctxfold.replay.fidelity`)."""
 
     @property
     def summarizer_calls(self) -> int:
@@ -143,6 +148,7 @@ class ReplayResult:
             "cache_reuse": round(self.cache_reuse, 4),
             "duration_s": round(self.duration_s, 3),
             "counter": self.counter,
+            "fidelity": self.fidelity.to_dict() if self.fidelity is not None else None,
             "turns": [r.to_dict() for r in self.requests],
         }
 
@@ -217,17 +223,29 @@ def replay(
             )
         )
         previous = projected
+    duration = time.perf_counter() - started
+    original = sizes.total(messages)
     return ReplayResult(
         window=budget.window,
         trigger=budget.trigger_tokens,
         target=budget.target_tokens,
         messages=len(messages),
-        original_tokens=sizes.total(messages),
+        original_tokens=original,
         requests=tuple(requests),
         compactions=tuple(compactions),
-        duration_s=time.perf_counter() - started,
+        duration_s=duration,
         counter=str(getattr(count, "name", type(count).__name__)),
         summaries=tuple(s for c in compactions for s in c.report.summaries),
+        fidelity=measure(
+            messages,
+            session.items(),
+            count,
+            user_bound=budget.user_words_tokens,
+            target=budget.target_tokens,
+            largest_summary=_largest_summary(compactions),
+            read_tokens=sum(c.report.stretch_tokens for c in compactions),
+            history_tokens=original,
+        ),
     )
 
 
@@ -275,6 +293,17 @@ def fresh_session_id(store: StoreBase, base: str) -> str:
     while f"{base}-{n}" in taken:
         n += 1
     return f"{base}-{n}"
+
+
+def _largest_summary(compactions: Sequence[ReplayCompaction]) -> int:
+    """Tokens of the largest summary any compaction stored."""
+    sizes = [
+        int(event.data.get("tokens_after") or 0)
+        for c in compactions
+        for event in c.report.events
+        if event.type == COMPACTION and event.data.get("kind") == "summary"
+    ]
+    return max(sizes, default=0)
 
 
 def _check_valid(projected: Sequence[Message], provider: Provider, turn: int) -> None:
