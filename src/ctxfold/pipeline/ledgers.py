@@ -11,11 +11,14 @@ associative (`ctxfold.summarizers.ledger.merge`), so ten compactions in a row lo
 
 The rendered ``## Work ledger`` section goes into the summary that stands last in the view, and
 holds the ledger of everything up to its end; a summary written before it in the view no longer
-needs its own copy (`strip_ledger`).
+needs its own copy (`strip_ledger`). A summary of a stretch too short to hold the whole ledger
+as well as the summary before it does gets a ``## Work ledger, continued`` section instead: the
+ledger of its own stretch, which the next summary to combine them merges in.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -31,6 +34,10 @@ from ctxfold.summarizers.redact import redact_messages
 
 SECTION_BREAK = f"\n\n{HEADING}"
 """Where a summary's ledger section begins: it is always the summary's last section."""
+CONTINUED = f"{HEADING}, continued"
+"""The heading of a section that holds the ledger of its summary's own stretch only."""
+_WHOLE = re.compile(rf"\n\n{re.escape(HEADING)}(?=\n| \()")
+_LEFT_OUT = re.compile(r"^\[[\d,]+ more (?:ledger entries were left out|in log)", re.MULTILINE)
 
 
 def stretch_ledger(view: WorkingView, start: int, end: int) -> Ledger:
@@ -61,13 +68,21 @@ def item_ledger(view: WorkingView, index: int) -> Ledger:
 
 
 def ledger_section(
-    view: WorkingView, ledger: Ledger, max_tokens: int, *, after: int | None = None
+    view: WorkingView,
+    ledger: Ledger,
+    max_tokens: int,
+    *,
+    after: int | None = None,
+    continued: bool = False,
 ) -> str:
-    """`ledger` rendered as a ``## Work ledger`` section of at most `max_tokens` tokens, for a
-    summary that will stand before view position `after`: "" when a summary already stands at
-    or after it (that one holds the ledger), or when not even the heading fits. The task is
-    left out while its message is still in the view as it was sent."""
-    if after is not None and any(item.kind == "summary" for item in view.items[after:]):
+    """`ledger` rendered as a ``## Work ledger`` section (``## Work ledger, continued`` when
+    `continued`) of at most `max_tokens` tokens, for a summary that will stand before view
+    position `after`: "" when a summary at or after it holds the whole ledger already, or when
+    not even the heading fits. The task is left out while its message is still in the view as
+    it was sent."""
+    if after is not None and any(
+        item.kind == "summary" and holds_ledger(item.message.text) for item in view.items[after:]
+    ):
         return ""
     if max_tokens <= 0:
         return ""
@@ -77,7 +92,9 @@ def ledger_section(
     ):
         ledger = replace(ledger, task=None)
     text = render(ledger, max_tokens, view.count_text)
-    return text if text.startswith(HEADING) else ""
+    if not text.startswith(HEADING):
+        return ""
+    return CONTINUED + text[len(HEADING) :] if continued else text
 
 
 def ledger_data(ledger: Ledger) -> dict[str, Any]:
@@ -86,14 +103,42 @@ def ledger_data(ledger: Ledger) -> dict[str, Any]:
 
 
 def strip_ledger(text: str) -> str:
-    """`text` (a summary, framed or not) without its ``## Work ledger`` section."""
+    """`text` (a summary, framed or not) without its ledger section, whole or continued."""
     at = text.find(SECTION_BREAK)
     return text if at < 0 else text[:at].rstrip()
 
 
 def holds_ledger(text: str) -> bool:
-    """Whether a summary's `text` holds a ledger section."""
+    """Whether a summary's `text` holds the whole ledger (not a continued section)."""
+    return _WHOLE.search(text) is not None
+
+
+def holds_any_ledger(text: str) -> bool:
+    """Whether a summary's `text` holds a ledger section, whole or continued."""
     return SECTION_BREAK in text
+
+
+def section_of(text: str) -> str:
+    """The ledger section of a summary's `text` ("" when it has none)."""
+    at = text.find(SECTION_BREAK)
+    return "" if at < 0 else text[at:].strip()
+
+
+def complete(section: str) -> bool:
+    """Whether a rendered section left no entry out."""
+    return _LEFT_OUT.search(section) is None
+
+
+def holder(view: WorkingView, outside: tuple[int, int] = (0, 0)) -> int | None:
+    """The position of the last summary holding the whole ledger, outside `[start, end)`."""
+    start, end = outside
+    found = None
+    for index, item in enumerate(view.items):
+        if start <= index < end:
+            continue
+        if item.kind == "summary" and holds_ledger(item.message.text):
+            found = index
+    return found
 
 
 # -- caches ----------------------------------------------------------------------------------

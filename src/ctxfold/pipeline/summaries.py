@@ -23,10 +23,14 @@ from typing import Any
 from ctxfold.events import IdentifierCounts
 from ctxfold.messages import Message
 from ctxfold.pipeline.ledgers import (
+    complete,
+    holder,
+    holds_any_ledger,
     holds_ledger,
     ledger_data,
     ledger_section,
     ledger_through,
+    section_of,
     stretch_ledger,
     strip_ledger,
 )
@@ -95,7 +99,7 @@ def stretch_request(
     read = 0
     for position, message in enumerate(originals):
         item = view.items[start + position]
-        if item.kind == "summary" and holds_ledger(message.text):
+        if item.kind == "summary" and holds_any_ledger(message.text):
             # Its sections are read; its ledger section is merged as data, never read.
             read += view.count(message.replace(content=strip_ledger(message.text)))
         elif item.original is not None or message is not item.message:
@@ -135,14 +139,16 @@ class LedgerPart:
     it leaves for the rest of the summary.
 
     - `data`: the ledger of what the summary stands for, as data, for its compaction event;
-    - `section`: the ``## Work ledger`` section it ends with ("" when a summary after it holds
-      the ledger, or when too little room is left for one);
+    - `section`: the section it ends with: the whole ledger up to its end, or (`whole` False)
+      the ledger of its own stretch, continued from the summary before it that holds the whole;
+      "" when a summary after it holds the whole ledger, or when too little room is left;
     - `budget`: the tokens the summarizer's text may take, and its check as many again.
     """
 
     data: dict[str, Any]
     section: str
     budget: int
+    whole: bool = False
 
     def holds(self, identifier: str) -> bool:
         return identifier in self.section
@@ -152,21 +158,34 @@ def ledger_part(
     view: WorkingView, start: int, end: int, budget: int, ledger_tokens: int
 ) -> LedgerPart:
     """The ledger of a summary of view positions `[start, end)`, planned before the summary
-    is asked for: the section gets at most `ledger_tokens` and a third of the stretch, since it
-    is exact (files changed, errors still open, the last test run); the summarizer's text gets
-    what is left, up to `budget` tokens, with as much again for its check, so that the summary
-    is always smaller than the stretch (`never-larger`)."""
+    is asked for: the section comes first, since it is exact (files changed, errors still open,
+    the last test run), with at most `ledger_tokens`; the summarizer's text gets what is left,
+    at least `MIN_TEXT_TOKENS` and at most `budget`, with as much again for its check, so that
+    the summary is always smaller than the stretch (`never-larger`).
+
+    The section holds the whole ledger up to the stretch's end when that fits as well as the
+    whole ledger another summary holds now; otherwise it continues that one with the ledger of
+    the stretch alone, so that no entry the view shows is given up for a shorter stretch."""
     ledger = stretch_ledger(view, start, end)
     overhead = view.count(Message(view.summary_role, frame_summary("", view.summary_role)))
     room = view.tokens(start, end) - overhead - 16
-    cap = min(ledger_tokens, room // 3)
+    cap = min(ledger_tokens, room - 2 * MIN_TEXT_TOKENS)
     section = ""
+    whole = False
     if cap >= MIN_LEDGER_TOKENS:
-        section = ledger_section(view, merge(ledger_through(view, start), ledger), cap, after=end)
+        everything = merge(ledger_through(view, start), ledger)
+        section = ledger_section(view, everything, cap, after=end)
+        whole = bool(section)
+        current = holder(view, (start, end))
+        if section and current is not None and not complete(section):
+            held = view.count_text(section_of(view.items[current].message.text))
+            if view.count_text(section) < held:
+                section = ledger_section(view, ledger, cap, after=end, continued=True)
+                whole = False
     left = room - (view.count_text(section) + 2 if section else 0)
     if section and left // 2 < MIN_TEXT_TOKENS:
-        section, left = "", room
-    return LedgerPart(ledger_data(ledger), section, max(1, min(budget, left // 2)))
+        section, left, whole = "", room, False
+    return LedgerPart(ledger_data(ledger), section, max(1, min(budget, left // 2)), whole)
 
 
 @dataclass(frozen=True)
@@ -212,17 +231,19 @@ def write_summary(
 def ledger_moves(view: WorkingView, keep: int) -> Iterator[Replace]:
     """Edits that take the ledger section out of every summary but the one at view position
     `keep`, which now holds the ledger of everything up to its end: each such summary is put
-    back without it, smaller, and its compaction keeps the recorded ledger. Identifiers only its
-    old section held, and found nowhere else in the view, are reported as left out."""
+    back without it, smaller, and its compaction keeps the recorded ledger. Identifiers its
+    compaction recorded it held that only its old section showed, and that the view shows
+    nowhere else, are quoted in its Identifiers section within a third of what the section took
+    (`_keep_identifiers`); those that do not fit are reported as left out."""
     if not holds_ledger(view.items[keep].message.text):
         return
     pinned = view.app_pinned()
     for index, item in enumerate(view.items):
         if index == keep or item.kind != "summary" or index in pinned:
             continue
-        if not holds_ledger(item.message.text):
+        if not holds_any_ledger(item.message.text):
             continue
-        text = strip_ledger(item.message.text)
+        text = _keep_identifiers(view, index, strip_ledger(item.message.text))
         recorded = item.identifiers
         held = None if recorded is None else tuple(i for i in recorded if i in text)
         others = _text_outside_ledgers(view, index)
@@ -245,14 +266,9 @@ def shrink_ledger(view: WorkingView, excess: int) -> Replace | None:
     commands; files changed and errors still open last); None when no summary holds one, or
     when the section would fall under `MIN_LEDGER_TOKENS`. What the view needs is taken, and
     no more: the rest of the summary stays as it was."""
-    holders = [
-        i
-        for i, item in enumerate(view.items)
-        if item.kind == "summary" and holds_ledger(item.message.text)
-    ]
-    if not holders or holders[-1] in view.app_pinned():
+    index = holder(view)
+    if index is None or index in view.app_pinned():
         return None
-    index = holders[-1]
     item = view.items[index]
     text = item.message.text
     body = strip_ledger(text)
@@ -263,7 +279,7 @@ def shrink_ledger(view: WorkingView, excess: int) -> Replace | None:
     smaller = ledger_section(view, ledger_through(view, index + 1), cap)
     if not smaller:
         return None
-    shrunk = f"{body}\n\n{smaller}"
+    shrunk = _keep_identifiers(view, index, f"{body}\n\n{smaller}")
     recorded = item.identifiers
     held = None if recorded is None else tuple(i for i in recorded if i in shrunk)
     others = _text_outside_ledgers(view, index)
@@ -278,6 +294,23 @@ def shrink_ledger(view: WorkingView, excess: int) -> Replace | None:
         identifiers=IdentifierCounts(0, 0, lost, held),
         ledger=item.ledger,
     )
+
+
+def _keep_identifiers(view: WorkingView, index: int, text: str) -> str:
+    """`text`, the summary at view position `index` with less of a ledger section than it had,
+    with the identifiers it was recorded to hold and that the view no longer shows quoted back
+    into its Identifiers section, most useful first, within a third of the tokens it gave up."""
+    item = view.items[index]
+    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    elsewhere = "\n".join(
+        f"{m.text}\n" + "\n".join(c.arguments for c in m.tool_calls)
+        for position, m in enumerate(view.messages)
+        if position != index
+    )
+    gone = [i for i in item.identifiers or () if i not in text and i not in elsewhere]
+    if not gone or room <= 0:
+        return text
+    return verify(text, gone, room, view.count_text).text
 
 
 def _text_outside_ledgers(view: WorkingView, skip: int) -> str:

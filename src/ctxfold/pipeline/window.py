@@ -18,13 +18,21 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
+from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
-from ctxfold.pipeline.ledgers import holds_ledger, ledger_data, stretch_ledger
+from ctxfold.pipeline.ledgers import holds_any_ledger, ledger_data, stretch_ledger
 from ctxfold.pipeline.notes import Note, note_for
 from ctxfold.pipeline.proposals import Proposal, Replace
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.summaries import shrink_ledger
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers.identifiers import (
+    PRIORITY,
+    QUOTED_NOTE,
+    extract_identifiers,
+    kind_of,
+)
+from ctxfold.summarizers.quoting import code_span
 
 
 class SlidingWindow:
@@ -72,9 +80,9 @@ class SlidingWindow:
             protected |= summaries
         if keep_users:
             protected |= view.user_words().protected
-            # The summary holding the work ledger goes only with the user's words past their
-            # bound: it stands for all the work, not one stretch of it.
-            protected |= {i for i in summaries if holds_ledger(view.items[i].message.text)}
+            # Summaries holding the work ledger go only with the user's words past their
+            # bound: the ledger stands for the work, not one stretch of it.
+            protected |= {i for i in summaries if holds_any_ledger(view.items[i].message.text)}
         structure = view.structure()
         current = structure.current_turn
         task_start = current.start if current and current.user is not None else structure.size
@@ -103,10 +111,13 @@ class SlidingWindow:
             if chosen is None:
                 continue
             end, note = chosen
+            message = _with_identifiers(
+                view, start, end, note.message, tokens=view.tokens(start, end)
+            )
             applied = yield Replace(
                 start,
                 end,
-                note.message,
+                message,
                 kind="note",
                 protected=protected,
                 dropped=note.dropped,
@@ -126,6 +137,40 @@ _STAGES = (
 )
 """(keep the recent tail, keep summaries, keep the user's messages past their bound), in the
 order the window tries them."""
+
+
+def _with_identifiers(
+    view: WorkingView, start: int, end: int, note: Message, *, tokens: int
+) -> Message:
+    """`note` with the identifiers the summaries it drops were holding, and that nothing else in
+    the view holds, quoted as data on a line of their own, within a third of what is dropped
+    (`identifiers-survive`): a summary goes, the paths and errors it kept need not."""
+    held: list[str] = []
+    for item in view.items[start:end]:
+        if item.kind == "summary":
+            held += item.identifiers or extract_identifiers(item.message.text)
+    if not held:
+        return note
+    elsewhere = "\n".join(
+        f"{m.text}\n" + "\n".join(c.arguments for c in m.tool_calls)
+        for position, m in enumerate(view.messages)
+        if not start <= position < end
+    )
+    wanted = [i for i in dict.fromkeys(held) if i not in elsewhere and "\n" not in i]
+    ranked = sorted(wanted, key=lambda i: PRIORITY.index(kind_of(i)))
+    room = tokens // 3 - view.count(note)
+    quoted: list[str] = []
+    for identifier in ranked:
+        span = code_span(identifier)
+        cost = view.count_text(span) + 1
+        if cost > room:
+            continue
+        quoted.append(span)
+        room -= cost
+    if not quoted:
+        return note
+    line = f"{QUOTED_NOTE} {', '.join(quoted)}"
+    return note.replace(content=f"{note.text}\n{line}")
 
 
 def _runs(units: Sequence[Unit], protected: frozenset[int]) -> list[list[Unit]]:

@@ -269,3 +269,30 @@ def _strings(arguments: str) -> list[str]:
         elif isinstance(value, list):
             stack.extend(value)
     return out
+
+
+def describe(fid: Fidelity) -> list[str]:
+    """The figures as a few lines of text, for ``ctxfold replay``."""
+    if fid.task_kept is None:
+        task = "no task (no real user request)"
+    else:
+        kept = "verbatim" if fid.task_kept else "NOT verbatim"
+        fits = "within" if fid.task_fits else "past"
+        task = f"{kept} ({fid.task_tokens:,} tokens, {fits} the {fid.user_bound:,}-token bound)"
+    lines = [
+        f"task: {task}",
+        f"user messages verbatim: {fid.user_kept}/{fid.user_within} within the bound "
+        f"({fid.user_kept_all}/{fid.user_messages} of all)",
+        f"identifiers in view: {_share(fid.identifiers_in_view, fid.identifiers)} (paths, URLs, "
+        f"hashes, errors, ids); commands {_share(fid.commands_in_view, fid.commands)}",
+        f"probes answered: {fid.probes_answered}/{len(fid.probes)}",
+        f"summaries in view: {fid.summary_tokens:,} tokens (target {fid.target:,}; largest "
+        f"summary written {fid.largest_summary:,}); summarizers read "
+        f"{fid.read_tokens / fid.history_tokens if fid.history_tokens else 0:.2f}x the history",
+    ]
+    lines += [f"  missed: {label}" for label in fid.missed]
+    return lines
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else "0/0"
