@@ -175,7 +175,7 @@ def replay(
     started = time.perf_counter()
     requests: list[Request] = []
     compactions: list[ReplayCompaction] = []
-    previous: list[Message] = []
+    previous: Sequence[Message] = ()
     for index, message in enumerate(messages):
         session.append(message)
         if progress is not None:

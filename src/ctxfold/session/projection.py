@@ -46,6 +46,7 @@ from ctxfold.events import (
 )
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
+from ctxfold.session.frozen import Frozen, frozen
 
 ItemKind = Literal["message", "summary", "note"]
 
@@ -90,10 +91,14 @@ class Projection:
     """The current projection of one session, updated event by event."""
 
     last_seq: int = 0
+    # `_items` and `_messages` follow the rule of `ctxfold.session.frozen`: they grow in place
+    # only at the end; any other change builds new lists (`_rebuilt`), so views handed out by
+    # `items` and `messages()` never change under their holders.
     _items: list[Item] = field(default_factory=list)
     _keys: list[int] = field(default_factory=list)
     _key_of: dict[int, int] = field(default_factory=dict)
     _pins: set[int] = field(default_factory=set)
+    _messages: list[Message] = field(default_factory=list)
 
     @classmethod
     def of_items(cls, items: Sequence[Item], last_seq: int) -> Projection:
@@ -103,21 +108,30 @@ class Projection:
             list(items),
             [item.key for item in items],
             {item.id: item.key for item in items},
+            set(),
+            [item.message for item in items],
         )
 
     def copy(self) -> Projection:
         """An independent copy, to check a batch against without touching this one."""
         return Projection(
-            self.last_seq, list(self._items), list(self._keys), dict(self._key_of), set(self._pins)
+            self.last_seq,
+            list(self._items),
+            list(self._keys),
+            dict(self._key_of),
+            set(self._pins),
+            list(self._messages),
         )
 
     # -- reading ---------------------------------------------------------------------------
     @property
-    def items(self) -> Sequence[Item]:
-        return self._items
+    def items(self) -> Frozen[Item]:
+        """The projected items, as an immutable view: O(1), and it never changes afterwards."""
+        return frozen(self._items)
 
-    def messages(self) -> list[Message]:
-        return [item.message for item in self._items]
+    def messages(self) -> Frozen[Message]:
+        """The projected messages, as an immutable view: O(1), and it never changes afterwards."""
+        return frozen(self._messages)
 
     def synthetic(self) -> frozenset[int]:
         return frozenset(i for i, item in enumerate(self._items) if item.synthetic)
@@ -265,6 +279,7 @@ class Projection:
         if event.type == MESSAGE:
             item = Item(event.seq, event.message, "message", event.seq)
             self._items.append(item)
+            self._messages.append(item.message)
             self._keys.append(item.key)
             self._key_of[item.id] = item.key
             return Change(added=(item,))
@@ -289,7 +304,7 @@ class Projection:
         removed = tuple(self._items[start : end + 1])
         covers = (removed[0].span[0], removed[-1].span[1])
         item = Item(seq, compaction.message, compaction.kind, removed[0].key, covers)
-        self._items[start : end + 1] = [item]
+        self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
         self._keys[start : end + 1] = [item.key]
         for gone in removed:
             del self._key_of[gone.id]
@@ -299,24 +314,31 @@ class Projection:
     def _mask(self, mask: Mask) -> Change:
         removed: list[Item] = []
         added: list[Item] = []
+        items = list(self._items)
         for index, content in self._mask_targets(mask):
-            old = self._items[index]
+            old = items[index]
             # Provider fields stay (an Anthropic is_error, say); the adapters write kept
             # content parts back only while they still match the text.
             new = Item(old.id, old.message.replace(content=content), old.kind, old.key)
-            self._items[index] = new
+            items[index] = new
             removed.append(old)
             added.append(new)
+        self._rebuilt(items)
         return Change(tuple(removed), tuple(added), edit=True)
 
     def _remove_from(self, start: int) -> Change:
         removed = tuple(self._items[start:])
-        del self._items[start:]
+        self._rebuilt(self._items[:start])
         del self._keys[start:]
         for gone in removed:
             del self._key_of[gone.id]
             self._pins.discard(gone.id)
         return Change(removed=removed, edit=bool(removed))
+
+    def _rebuilt(self, items: list[Item]) -> None:
+        # New lists, never an edit in place: views handed out earlier keep what they showed.
+        self._items = items
+        self._messages = [item.message for item in items]
 
     def extend(self, events: Iterable[Event]) -> list[Change]:
         return [self.apply(event) for event in events]

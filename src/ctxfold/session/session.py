@@ -206,17 +206,23 @@ class Session:
         """Every stored event after `after`, originals and compactions alike, in seq order."""
         return self.store.read(self.id, after=after)
 
-    def messages(self) -> list[Message]:
-        """The projection: the messages the model is sent now."""
+    def messages(self) -> Sequence[Message]:
+        """The projection: the messages the model is sent now.
+
+        An immutable sequence (`ctxfold.session.frozen.Frozen`), not a list: handing it out costs
+        O(1) whatever the length of the history, and it keeps showing this moment's projection
+        after later appends and compactions. Copy it (``list(...)``) to change it; it compares
+        equal to a list of the same messages (`reads-are-stable`)."""
         with self._lock:
             self.refresh()
             return self._state.projection.messages()
 
-    def items(self) -> list[Item]:
-        """The projection with each message's id, kind and covered range."""
+    def items(self) -> Sequence[Item]:
+        """The projection with each message's id, kind and covered range; an immutable sequence,
+        O(1) like `messages()`."""
         with self._lock:
             self.refresh()
-            return list(self._state.projection.items)
+            return self._state.projection.items
 
     def message_count(self) -> int:
         """How many messages the projection holds now; O(new events), no copy."""
@@ -351,10 +357,10 @@ class AsyncSession:
     ) -> list[Event]:
         return await asyncio.to_thread(self.sync.append, items, expected_seq=expected_seq)
 
-    async def messages(self) -> list[Message]:
+    async def messages(self) -> Sequence[Message]:
         return await asyncio.to_thread(self.sync.messages)
 
-    async def items(self) -> list[Item]:
+    async def items(self) -> Sequence[Item]:
         return await asyncio.to_thread(self.sync.items)
 
     async def events(self, after: int = 0) -> list[Event]:
