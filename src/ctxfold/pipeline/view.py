@@ -182,6 +182,7 @@ class WorkingView:
                 dropped=edit.dropped,
                 turns=edit.turns,
                 range=edit.range,
+                counter=self.rules.counter.name,
             )
         )
         self.next_seq += 1
@@ -208,9 +209,11 @@ class WorkingView:
         if not new_items or saved <= 0:
             return False
         masked = tuple(
-            MaskedItem(self.items[i].id, new_items[i].message.text) for i in sorted(new_items)
+            MaskedItem(self.items[i].id, new_items[i].message.text, new_counts[i])
+            for i in sorted(new_items)
         )
-        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved))
+        counter = self.rules.counter.name
+        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved, counter=counter))
         self.next_seq += 1
         for index, item in new_items.items():
             self.items[index] = item

@@ -84,6 +84,10 @@ class Change:
     added: tuple[Item, ...] = ()
     edit: bool = False
     """True when items already projected changed: a provider-usage anchor no longer holds."""
+    counter: str | None = None
+    """The counter that counted `tokens`, as the event recorded it (None: nothing counted)."""
+    tokens: Mapping[int, int] = field(default_factory=dict)
+    """Tokens of added items (by id) that the writer of the event counted already."""
 
 
 @dataclass
@@ -309,7 +313,8 @@ class Projection:
         for gone in removed:
             del self._key_of[gone.id]
         self._key_of[item.id] = item.key
-        return Change(removed=removed, added=(item,), edit=True)
+        tokens = {} if compaction.tokens_after is None else {item.id: compaction.tokens_after}
+        return Change(removed, (item,), True, compaction.counter, tokens)
 
     def _mask(self, mask: Mask) -> Change:
         removed: list[Item] = []
@@ -324,7 +329,8 @@ class Projection:
             removed.append(old)
             added.append(new)
         self._rebuilt(items)
-        return Change(tuple(removed), tuple(added), edit=True)
+        tokens = {i.id: i.tokens for i in mask.items if i.tokens is not None}
+        return Change(tuple(removed), tuple(added), True, mask.counter, tokens)
 
     def _remove_from(self, start: int) -> Change:
         removed = tuple(self._items[start:])

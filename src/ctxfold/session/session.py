@@ -417,8 +417,11 @@ def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
 def _update_tally(tally: Tally, change: Change) -> None:
     for item in change.removed:
         tally.remove(item.id)
+    # A compaction or mask records what its writer counted; with a counter of the same name the
+    # count is the same, so it is taken rather than counted again.
+    known = change.tokens if change.counter == tally.counter.name else {}
     for item in change.added:
-        tally.add(item.id, item.message)
+        tally.add(item.id, item.message, tokens=known.get(item.id))
     if change.edit:
         tally.drop_anchor()
 
