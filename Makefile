@@ -25,8 +25,8 @@ demo: $(VENV)/.installed-demo
 	$(BIN)/ctxfold demo
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

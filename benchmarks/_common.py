@@ -42,7 +42,7 @@ def pool() -> tuple[list[Message], str]:
     messages = transcript_messages()
     if messages:
         return messages, f"the {len(messages):,} messages of the shared agent transcripts"
-    from ctxfold.demo_session import generate
+    from ctxfold.testing.transcripts import generate
 
     messages = generate(seed=7, steps=300)
     return messages, f"{len(messages):,} generated coding-agent messages (transcripts absent)"

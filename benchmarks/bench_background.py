@@ -23,13 +23,13 @@ from typing import Any
 
 from benchmarks._common import UNAVAILABLE, ratio, rounded, summarize
 from ctxfold.compactor import Compactor
-from ctxfold.demo_session import generate
 from ctxfold.events import COMPACTION, MASK
 from ctxfold.messages import Message, validate
 from ctxfold.protocols import TokenCounter
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
 

@@ -32,7 +32,6 @@ from typing import Any
 from benchmarks import TRANSCRIPTS
 from benchmarks._common import BenchmarkError, plural, summarize
 from ctxfold.compactor import CompactionReport, Compactor
-from ctxfold.demo_session import generate
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Summarize
@@ -42,6 +41,7 @@ from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import extract_identifiers, kind_of
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, TiktokenCounter
 from ctxfold.tokens import counter as make_counter
 

@@ -33,7 +33,11 @@ def script() -> Iterator[AIMessage]:
     task = 0
     while True:
         for step in range(3):
-            call = {"name": "read_file", "args": {"path": f"src/m{task}_{step}.py"}, "id": f"c{task}_{step}"}
+            call = {
+                "name": "read_file",
+                "args": {"path": f"src/m{task}_{step}.py"},
+                "id": f"c{task}_{step}",
+            }
             yield AIMessage(content="", tool_calls=[call])
         yield AIMessage(content=f"Task {task} is fixed.")
         task += 1
@@ -46,7 +50,9 @@ def read_file(path: str) -> str:
 
 
 def main() -> None:
-    middleware = CtxfoldMiddleware(store=MemoryStore(), budget=Budget(window=8_000, max_output=1_000))
+    middleware = CtxfoldMiddleware(
+        store=MemoryStore(), budget=Budget(window=8_000, max_output=1_000)
+    )
     agent = create_agent(
         OfflineChat(messages=script()),
         [read_file],

@@ -43,7 +43,9 @@ async def main() -> None:
         session = CtxfoldSession("example-agent", store=store, compactor=compactor)
         model = ScriptedModel(script(tasks=12))
         agent = Agent(name="fixer", instructions="Fix bugs.", model=model, tools=[read_file])
-        config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+        config = RunConfig(
+            call_model_input_filter=session.model_input_filter, tracing_disabled=True
+        )
         for task in range(12):
             await Runner.run(agent, f"Fix bug #{task}", session=session, run_config=config)
 
@@ -51,7 +53,8 @@ async def main() -> None:
         sent = model.last_call.input if model.last_call else []
         print(f"items the session holds: {len(stored)}")
         print(f"items in the last request: {len(sent)}")
-        print(f"compactions in the log: {sum(e.type == 'compaction' for e in session.session.events())}")
+        compactions = sum(e.type == "compaction" for e in session.session.events())
+        print(f"compactions in the log: {compactions}")
         store.close()
 
 

@@ -24,7 +24,9 @@ def main() -> None:
     session.append(Message("system", "You fix bugs."))
     for turn in range(40):
         session.append(Message("user", f"Look at src/app_{turn}.py, it fails with KeyError 'id'."))
-        session.append(Message("assistant", "Reading it. " + "The handler reads event['id']. " * 20))
+        session.append(
+            Message("assistant", "Reading it. " + "The handler reads event['id']. " * 20)
+        )
         compactor.maybe_compact(session)
     for span in exporter.get_finished_spans():
         attrs = dict(span.attributes or {})

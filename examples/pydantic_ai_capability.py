@@ -23,7 +23,9 @@ def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Three reads after each user prompt, then an answer."""
     since_prompt = 0
     for message in reversed(messages):
-        if isinstance(message, ModelRequest) and any(p.part_kind == "user-prompt" for p in message.parts):
+        if isinstance(message, ModelRequest) and any(
+            p.part_kind == "user-prompt" for p in message.parts
+        ):
             break
         since_prompt += isinstance(message, ModelResponse)
     if since_prompt < 3:
@@ -45,7 +47,9 @@ def read_file(path: str) -> str:
 async def main() -> None:
     history: list[ModelMessage] = []
     for task in range(12):
-        result = await agent.run(f"Fix bug #{task}", message_history=history, conversation_id="example")
+        result = await agent.run(
+            f"Fix bug #{task}", message_history=history, conversation_id="example"
+        )
         history = result.all_messages()
     session = capability.session("example")
     print(f"messages all_messages() returns: {len(history)}")

@@ -12,9 +12,9 @@ import pytest
 
 from ctxfold import Budget, Compactor, Message
 from ctxfold.events import MESSAGE
-from ctxfold.protocols import EventStore
 from ctxfold.session import Session
 from ctxfold.storage import PostgresStore, SQLiteStore
+from ctxfold.storage.base import EventStore
 from ctxfold.testing import FixedCounter
 
 WINDOW = 3_000

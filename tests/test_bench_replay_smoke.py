@@ -111,7 +111,7 @@ def test_identifier_counts_add_up(result: dict[str, Any]) -> None:
 
 def test_compacting_a_transcript_calls_the_summarizer(bench: ModuleType) -> None:
     """A replay that must compact reports compactions, summarizer reading and what was sent."""
-    from ctxfold.demo_session import generate
+    from ctxfold.testing.transcripts import generate
     from ctxfold.tokens import counter
 
     figures = bench.replay_one(

@@ -131,9 +131,60 @@ def test_zero_or_negative_window_is_an_error(window: int) -> None:
 
 
 def test_window_smaller_than_its_reserve_is_an_error() -> None:
-    """A window the reserve swallows whole is refused with a hint to pass reserve= or trigger=."""
+    """A window an explicit reserve swallows whole is refused with a hint to pass reserve= or
+    trigger=."""
     with pytest.raises(BudgetError, match=r"reserve=.*trigger="):
-        Budget(1_000)
+        Budget(1_000, reserve=1_000)
+
+
+@pytest.mark.guarantee("model-aware-reserve")
+def test_a_1500_token_window_works_with_every_default() -> None:
+    """Budget(window=1500) once raised: the 1,024-token floor left the trigger under the target.
+    A window too small for the floor reserves a third of itself, and the tail scales down."""
+    budget = Budget(window=1_500)
+    assert budget.reserve_tokens == 500
+    assert (budget.target_tokens, budget.trigger_tokens) == (600, 1_000)
+    assert budget.recent_tail_tokens == 300
+
+
+@pytest.mark.guarantee("model-aware-reserve")
+def test_every_window_gets_working_defaults() -> None:
+    """Whatever the window, the defaults give 0 <= target < trigger <= window; a window too
+    small for the 1,024-token floor reserves a third of itself; the recent tail stays within
+    the target."""
+    for window in [*range(1, 6_000), *range(6_000, 2_000_000, 1_013)]:
+        budget = Budget(window=window)
+        assert 0 <= budget.target_tokens < budget.trigger_tokens <= window, window
+        if window - 1_024 <= budget.target_tokens:
+            assert budget.reserve_tokens == window // 3, window
+        assert budget.recent_tail_tokens <= budget.target_tokens, window
+
+
+@pytest.mark.guarantee("model-aware-reserve")
+def test_budgets_that_worked_before_keep_their_reserve() -> None:
+    """Only windows the 1,024 floor made impossible changed: any other budget reserves exactly
+    what the rule without the exception gives (the max output capped at 20,000, a third of the
+    window when that takes half of it, never under 1,024)."""
+    checked = 0
+    for window in range(1_000, 400_001, 397):
+        for max_output in (None, 1_000, 4_096, 64_000):
+            rule = 20_000 if max_output is None else min(max_output, 20_000)
+            rule = window // 3 if 2 * rule >= window else rule
+            rule = max(rule, 1_024)
+            if window - rule <= round(window * 0.4):
+                continue  # this budget could not be built before
+            assert Budget(window=window, max_output=max_output).reserve_tokens == rule
+            checked += 1
+    assert checked > 3_000
+
+
+def test_explicit_impossible_settings_are_still_errors() -> None:
+    """Derived defaults scale down; settings the caller chose do not: a target above the
+    trigger point is refused even on a small window."""
+    with pytest.raises(BudgetError, match="below the trigger point"):
+        Budget(window=1_500, target=0.9)
+    with pytest.raises(BudgetError, match="reserve="):
+        Budget(window=1_500, reserve=1_500)
 
 
 @pytest.mark.parametrize(
@@ -182,6 +233,20 @@ def test_budget_is_frozen_and_revalidated_on_replace() -> None:
         ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
         ("mistral-large-latest", "mistral-large"),
         ("deepseek-reasoner", "deepseek-reasoner"),
+        ("claude-4-sonnet", "claude-sonnet-4"),
+        ("claude-4-opus-20250514", "claude-opus-4"),
+        ("claude-4-1-opus", "claude-opus-4-1"),
+        ("claude-4.5-sonnet", "claude-sonnet-4-5"),
+        ("claude-sonnet-4-0", "claude-sonnet-4"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("anthropic.claude-opus-4-1-20250805-v1:0", "claude-opus-4-1"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+        ("deepseek-v4-flash", "deepseek-v4-flash"),
+        ("deepseek/deepseek-v4-pro", "deepseek-v4-pro"),
+        ("deepseek-v4-pro-0813", "deepseek-v4-pro"),
+        ("gpt-5.4-mini-2026-03-17", "gpt-5.4-mini"),
     ],
 )
 def test_lookup_finds_prefixed_and_dated_names(name: str, canonical: str) -> None:
@@ -202,7 +267,9 @@ def test_catalog_covers_the_main_families() -> None:
     for name in [
         "gpt-4o", "gpt-4o-mini", "gpt-4.1", "o1", "o3", "o4-mini", "gpt-5", "gpt-5-mini",
         "claude-3-5-sonnet", "claude-3-7-sonnet", "claude-sonnet-4", "claude-opus-4",
-        "claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5",
+        "claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5",
+        "claude-opus-4-6", "claude-sonnet-4-6", "deepseek-v4-flash", "deepseek-v4-pro",
+        "gpt-5.1", "gpt-5.2", "gpt-5.4", "gpt-5.4-mini",
         "gemini-1.5-pro", "gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash",
         "deepseek-chat", "deepseek-reasoner", "llama-3.1-405b", "llama-3.3-70b", "llama-4-maverick",
         "qwen2.5-72b", "qwen3-235b-a22b", "mistral-large", "mistral-small", "codestral",
@@ -210,6 +277,30 @@ def test_catalog_covers_the_main_families() -> None:
         info = MODELS[name]
         assert info.window > 0
         assert info.max_output is None or 0 < info.max_output <= info.window
+
+
+@pytest.mark.parametrize(
+    ("name", "window", "max_output"),
+    [
+        ("claude-sonnet-4", 200_000, 64_000),
+        ("claude-opus-4", 200_000, 32_000),
+        ("claude-opus-4-1", 200_000, 32_000),
+        ("claude-sonnet-4-5", 200_000, 64_000),
+        ("claude-haiku-4-5", 200_000, 64_000),
+        ("claude-opus-4-5", 200_000, 64_000),
+        ("deepseek-v4-flash", 1_000_000, 384_000),
+        ("deepseek-v4-pro", 1_000_000, 384_000),
+    ],
+)
+@pytest.mark.guarantee("model-catalog-window")
+def test_current_models_have_their_published_limits(
+    name: str, window: int, max_output: int
+) -> None:
+    """The Claude 4 family and DeepSeek V4 budget with the window and reply size their
+    providers publish, and Budget.for_model derives a working budget from them."""
+    budget = Budget.for_model(name)
+    assert (budget.window, budget.max_output) == (window, max_output)
+    assert budget.reserve_tokens == min(max_output, 20_000)
 
 
 def test_register_adds_a_model_budgets_can_use() -> None:

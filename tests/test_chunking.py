@@ -6,13 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
-from ctxfold.demo_session import generate
 from ctxfold.errors import SummarizerError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.structure import analyze
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.chunking import Bound, adrive, bounded, drive
 from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens.heuristic import HeuristicCounter
 
 COUNTER = HeuristicCounter()

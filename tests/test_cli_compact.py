@@ -9,13 +9,13 @@ import pytest
 
 from _cli import WAYS, run_cli
 from conftest import transcript_params
-from ctxfold.demo_session import generate
 from ctxfold.messages import read_jsonl, validate, write_jsonl
+from ctxfold.testing.transcripts import generate
 
 DOCUMENTED_KEYS = {
     "input", "output", "format", "messages_before", "messages_after", "window", "tokens_before",
     "tokens_after", "target", "fits", "pinned_tokens", "reason", "strategies", "identifiers",
-    "summarizer", "summaries", "duration_s", "valid", "counter",
+    "summarizer", "summaries", "duration_s", "valid", "counter", "repaired",
 }  # fmt: skip
 
 

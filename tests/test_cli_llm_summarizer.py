@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.demo_session import generate
 from ctxfold.messages import validate, write_jsonl
 from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.testing import FakeLLMServer
+from ctxfold.testing.transcripts import generate
 
 
 @pytest.fixture
@@ -73,3 +73,51 @@ def test_cli_llm_summarizer_uses_sdk_environment(
     assert report["summarizer"]["input_tokens"] > 0
     assert report["valid"] is True
     assert not [p for p in validate(read_jsonl(out)) if p.severity == "error"]
+
+
+# Made up for this test: shaped like real credentials, valid for nothing.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9"
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def with_secrets(tmp_path: Path) -> Path:
+    """A generated run whose oldest assistant message quotes two secrets (tool output could be
+    cleared before any summary reads it; the agent's own words are not)."""
+    messages = generate(seed=5, steps=30)
+    leaky = next(i for i, m in enumerate(messages) if m.role == "assistant")
+    messages[leaky] = messages[leaky].replace(
+        content=f"I found export AWS_SECRET_ACCESS_KEY={AWS_SECRET} and "
+        f"GITHUB_TOKEN={GITHUB_TOKEN} in the environment. {messages[leaky].text}"
+    )
+    path = tmp_path / "leaky.jsonl"
+    write_jsonl(path, messages, format="openai")
+    return path
+
+
+@pytest.mark.guarantee("secrets-not-sent")
+@pytest.mark.parametrize("command", ["compact", "replay"])
+def test_cli_sends_no_secret_to_an_llm_summarizer_unless_told_to(
+    command: str, tmp_path: Path
+) -> None:
+    """By default (`--redact`) no request the summarizer receives holds the secrets of the
+    history, and no summary written holds them either; `--no-redact` sends the history as it
+    is, which shows the flag is what keeps them out."""
+    transcript = with_secrets(tmp_path)
+    sent: dict[str, str] = {}
+    for flag in ("--redact", "--no-redact"):
+        out = tmp_path / f"out{flag}.jsonl"
+        with FakeLLMServer() as server:
+            env = {"OPENAI_API_KEY": "sk-test-env", "OPENAI_BASE_URL": server.openai_base_url}
+            args = [command, str(transcript), "--window", "8000"]
+            args += ["--summarizer", "openai:gpt-4o-mini", flag, "--json"]
+            args += ["-o", str(out)] if command == "compact" else []
+            done = run_cli(args, env, tmp_path)
+            sent[flag] = "\n".join(json.dumps(r.body) for r in server.requests)
+        assert done.returncode == 0, done.stderr
+        assert sent[flag], f"{command} {flag}: the summarizer was never called"
+        if command == "compact" and flag == "--redact":
+            summaries = [m.text for m in read_jsonl(out) if m.text.startswith("[ctxfold: summ")]
+            assert summaries
+            assert not [s for s in summaries if AWS_SECRET in s or GITHUB_TOKEN in s]
+    assert AWS_SECRET not in sent["--redact"] and GITHUB_TOKEN not in sent["--redact"]
+    assert AWS_SECRET in sent["--no-redact"] or GITHUB_TOKEN in sent["--no-redact"]

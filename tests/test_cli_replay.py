@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from _cli import WAYS, run_cli
-from ctxfold.demo_session import generate
 from ctxfold.messages import write_jsonl
+from ctxfold.testing.transcripts import generate
 
 REPLAY_KEYS = {
-    "input", "report", "window", "trigger", "target", "messages", "requests", "original_tokens",
+    "input", "html", "window", "trigger", "target", "messages", "requests", "original_tokens",
     "peak_tokens", "final_tokens", "compactions", "failed_compactions", "summarizer_calls",
     "requested_tokens", "reused_tokens", "cache_reuse", "duration_s", "counter", "turns",
 }  # fmt: skip
@@ -47,33 +47,33 @@ def test_replay_json_reports_every_request_and_compaction(
 
 
 @pytest.mark.parametrize("how", WAYS)
-def test_replay_text_and_report(how: str, demo_file: Path, tmp_path: Path) -> None:
-    """The text output lists compactions, cache reuse and sizes; --report writes the HTML page;
+def test_replay_text_and_html_page(how: str, demo_file: Path, tmp_path: Path) -> None:
+    """The text output lists compactions, cache reuse and sizes; --html writes the HTML page;
     with no terminal there is no progress bar on stderr."""
-    report = tmp_path / "report.html"
+    page_path = tmp_path / "replay.html"
     outcome = run_cli(
-        ["replay", str(demo_file), "--window", "16000", "--report", str(report)],
+        ["replay", str(demo_file), "--window", "16000", "--html", str(page_path)],
         how=how,
         home=tmp_path,
     )
     assert outcome.code == 0, outcome.stderr
     assert outcome.stderr == ""
     for phrase in ("compactions:", "summarizer calls:", "prompt-cache reuse:", "#1 before request",
-                   "context per request", f"report: {report}"):  # fmt: skip
+                   "context per request", f"html: {page_path}"):  # fmt: skip
         assert phrase in outcome.stdout
-    page = report.read_text(encoding="utf-8")
+    page = page_path.read_text(encoding="utf-8")
     assert 'id="replay-data"' in page and "compaction-row" in page
 
 
 def test_replay_into_a_database_keeps_the_session(demo_file: Path, tmp_path: Path) -> None:
-    """--db keeps the replayed session in SQLite, where ``ctxfold sessions`` finds its log with
-    the compactions; a second replay gets a fresh session instead of appending to the first."""
-    db = tmp_path / "replay.db"
+    """-d URL keeps the replayed session in that store, where ``ctxfold sessions`` finds its log
+    with the compactions; a second replay gets a fresh session instead of appending to the
+    first."""
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
     for _ in range(2):
-        outcome = run_cli(["replay", str(demo_file), "--window", "16000", "--db", str(db)],
+        outcome = run_cli(["replay", str(demo_file), "--window", "16000", "-d", url],
                           how="runner", home=tmp_path)  # fmt: skip
         assert outcome.code == 0, outcome.stderr
-    url = f"sqlite:///{db}"
     listed = run_cli(["sessions", "list", "-d", url], how="runner", home=tmp_path).stdout
     assert [line.split("\t")[0] for line in listed.splitlines()] == [
         "replay-session",
@@ -84,16 +84,16 @@ def test_replay_into_a_database_keeps_the_session(demo_file: Path, tmp_path: Pat
 
 
 @pytest.mark.parametrize("how", WAYS)
-def test_demo_runs_offline_and_writes_session_and_report(how: str, tmp_path: Path) -> None:
-    """``ctxfold demo`` needs no key and no network: it writes the session and the report and
-    prints a replay summary with several compactions."""
+def test_demo_runs_offline_and_writes_session_and_page(how: str, tmp_path: Path) -> None:
+    """``ctxfold demo`` needs no key and no network: it writes the session and its HTML page
+    and prints a replay summary with several compactions."""
     out = tmp_path / "demo"
     # Any attempt to reach the network would go to a closed local port and fail.
     offline = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
                "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""}  # fmt: skip
     outcome = run_cli(["demo", "--out", str(out)], how=how, home=tmp_path, env=offline)
     assert outcome.code == 0, outcome.stderr
-    assert (out / "session.jsonl").is_file() and (out / "report.html").is_file()
+    assert (out / "session.jsonl").is_file() and (out / "replay.html").is_file()
     line = next(x for x in outcome.stdout.splitlines() if x.strip().startswith("compactions:"))
     assert int(line.split(":")[1].split()[0].rstrip(";")) >= 3
     assert "prompt-cache reuse:" in outcome.stdout

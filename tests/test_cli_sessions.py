@@ -1,4 +1,4 @@
-"""``ctxfold import`` and ``ctxfold sessions list|show|log|export`` against a database."""
+"""``ctxfold sessions [list|show|log|export|import]`` against a database."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from _cli import WAYS, run_cli
 from ctxfold import __version__
 from ctxfold.cli import cli
-from ctxfold.demo_session import generate
 from ctxfold.messages import read_jsonl, write_jsonl
+from ctxfold.testing.transcripts import generate
 
 
 @pytest.fixture
@@ -27,8 +27,8 @@ def test_import_then_list_show_log_and_export(how: str, transcript: Path, tmp_pa
     exported back as the same messages."""
     db = f"sqlite:///{tmp_path / 'agent.db'}"
     messages = read_jsonl(transcript)
-    imported = run_cli(["import", str(transcript), "--session", "run-1", "-d", db], how=how,
-                       home=tmp_path)  # fmt: skip
+    args = ["sessions", "import", str(transcript), "--session", "run-1", "-d", db]
+    imported = run_cli(args, how=how, home=tmp_path)
     assert imported.code == 0 and f"imported {len(messages)} messages" in imported.stdout
     listed = run_cli(["sessions", "list", "-d", db], how=how, home=tmp_path)
     assert listed.stdout == f"run-1\t{len(messages)} events\n"
@@ -44,7 +44,11 @@ def test_import_then_list_show_log_and_export(how: str, transcript: Path, tmp_pa
 def test_export_to_a_file_in_anthropic_format(transcript: Path, tmp_path: Path) -> None:
     """export -o writes a file in the format asked for."""
     db = f"sqlite:///{tmp_path / 'agent.db'}"
-    run_cli(["import", str(transcript), "--session", "s", "-d", db], how="runner", home=tmp_path)
+    run_cli(
+        ["sessions", "import", str(transcript), "--session", "s", "-d", db],
+        how="runner",
+        home=tmp_path,
+    )
     out = tmp_path / "s.jsonl"
     done = run_cli(["sessions", "export", "s", "-d", db, "--format", "anthropic", "-o", str(out)],
                    how="runner", home=tmp_path)  # fmt: skip
@@ -61,11 +65,16 @@ def test_the_database_comes_from_the_environment_or_the_default_file(
     in the user's data folder is used."""
     url = f"sqlite:///{tmp_path / 'env.db'}"
     env = {"CTXFOLD_DATABASE_URL": url}
-    run_cli(["import", str(transcript), "--session", "from-env"], how=how, home=tmp_path, env=env)
+    run_cli(
+        ["sessions", "import", str(transcript), "--session", "from-env"],
+        how=how,
+        home=tmp_path,
+        env=env,
+    )
     assert (tmp_path / "env.db").is_file()
     listed = run_cli(["sessions", "list", "-d", url], how=how, home=tmp_path)
     assert listed.stdout.startswith("from-env\t")
-    run_cli(["import", str(transcript), "--session", "default"], how=how, home=tmp_path)
+    run_cli(["sessions", "import", str(transcript), "--session", "default"], how=how, home=tmp_path)
     assert (tmp_path / "xdg" / "ctxfold" / "ctxfold.db").is_file()
     listed = run_cli(["sessions", "list"], how=how, home=tmp_path)
     assert listed.stdout.startswith("default\t")
@@ -74,7 +83,7 @@ def test_the_database_comes_from_the_environment_or_the_default_file(
 def test_importing_into_an_existing_session_is_refused(transcript: Path, tmp_path: Path) -> None:
     """A second import under the same id would mix two runs; it exits 2 and names the session."""
     db = f"sqlite:///{tmp_path / 'agent.db'}"
-    args = ["import", str(transcript), "--session", "s", "-d", db]
+    args = ["sessions", "import", str(transcript), "--session", "s", "-d", db]
     assert run_cli(args, how="runner", home=tmp_path).code == 0
     again = run_cli(args, how="runner", home=tmp_path)
     assert again.code == 2 and "'s' already has" in again.stderr
@@ -109,3 +118,57 @@ def test_version(how: str, tmp_path: Path) -> None:
     """--version prints the package version."""
     outcome = run_cli(["--version"], how=how, home=tmp_path)
     assert outcome.code == 0 and __version__ in outcome.stdout
+
+
+@pytest.mark.parametrize("how", WAYS)
+def test_sessions_alone_lists_and_takes_the_database_option(
+    how: str, transcript: Path, tmp_path: Path
+) -> None:
+    """``ctxfold sessions`` with no subcommand lists, like ``sessions list``; -d works on the group
+    and is inherited by a subcommand given after it."""
+    db = f"sqlite:///{tmp_path / 'agent.db'}"
+    run_cli(["sessions", "import", str(transcript), "--session", "a", "-d", db], how=how,
+            home=tmp_path)  # fmt: skip
+    bare = run_cli(["sessions", "-d", db], how=how, home=tmp_path)
+    listed = run_cli(["sessions", "list", "-d", db], how=how, home=tmp_path)
+    assert bare.code == 0 and bare.stdout == listed.stdout and bare.stdout.startswith("a\t")
+    inherited = run_cli(["sessions", "-d", db, "show", "a"], how=how, home=tmp_path)
+    assert inherited.code == 0 and len(inherited.stdout.splitlines()) > 1
+
+
+def test_json_output_of_every_sessions_command(transcript: Path, tmp_path: Path) -> None:
+    """--json gives one JSON object for import, list, show and log, with the documented keys and
+    figures that agree with each other."""
+    db = f"sqlite:///{tmp_path / 'agent.db'}"
+    messages = read_jsonl(transcript)
+
+    def run(*args: str) -> dict[str, object]:
+        outcome = run_cli([*args, "-d", db, "--json"], how="runner", home=tmp_path)
+        assert outcome.code == 0, outcome.stderr
+        data = json.loads(outcome.stdout)
+        assert isinstance(data, dict)
+        return data
+
+    imported = run("sessions", "import", str(transcript), "--session", "run-1")
+    assert imported == {"input": str(transcript), "session": "run-1",
+                        "messages": len(messages), "first_seq": 1,
+                        "last_seq": len(messages), "repaired": 0}  # fmt: skip
+    assert run("sessions", "list") == {"sessions": [{"id": "run-1", "events": len(messages)}]}
+    assert run("sessions") == run("sessions", "list")
+    shown = run("sessions", "show", "run-1")
+    assert shown["session"] == "run-1"
+    assert shown["messages"] == [m.to_dict() for m in messages]
+    logged = run("sessions", "log", "run-1")
+    events = logged["events"]
+    assert isinstance(events, list) and [e["seq"] for e in events] == list(
+        range(1, len(messages) + 1)
+    )
+    assert {e["type"] for e in events} == {"message"}
+    assert set(events[0]) == {"seq", "type", "data", "created_at"}
+
+
+def test_the_old_import_command_points_to_the_new_one(transcript: Path, tmp_path: Path) -> None:
+    """``ctxfold import`` moved under ``sessions``; the old spelling says where, with exit 2."""
+    outcome = run_cli(["import", str(transcript), "--session", "s"], how="runner", home=tmp_path)
+    assert outcome.code == 2
+    assert "'ctxfold import' is now 'ctxfold sessions import'" in outcome.stderr

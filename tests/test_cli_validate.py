@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from _cli import WAYS, run_cli
-from ctxfold.demo_session import generate
 from ctxfold.messages import read_jsonl, write_jsonl
+from ctxfold.testing.transcripts import generate
 
 
 def _rows(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -61,7 +61,11 @@ def test_repair_writes_a_valid_history(how: str, tmp_path: Path) -> None:
     out = tmp_path / "fixed.jsonl"
     outcome = run_cli(["validate", str(path), "--repair", "-o", str(out)], how=how, home=tmp_path)
     assert outcome.code == 0, outcome.stdout + outcome.stderr
-    assert "2 problems repaired" in outcome.stdout
+    assert "2 changes" in outcome.stdout
+    changes = outcome.stderr.splitlines()
+    assert len(changes) == 2
+    assert "line 2: added a placeholder result for call 'call_1'" in changes[0]
+    assert "line 4: dropped the tool result for call 'call_9'" in changes[1]
     fixed = read_jsonl(out)
     assert [m.role for m in fixed] == ["user", "assistant", "tool", "user"]
     assert run_cli(["validate", str(out)], how="runner", home=tmp_path).code == 0

@@ -29,7 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ctxfold import InvalidInputError, MemoryStore
 from ctxfold.integrations import _langchain_messages as conv
 from ctxfold.integrations.langchain import CtxfoldMiddleware
-from ctxfold.protocols import EventStore
+from ctxfold.storage.base import EventStore
 from tests._integration import (
     CALLS_PER_TASK,
     MORE_TASKS,

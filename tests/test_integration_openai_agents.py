@@ -25,7 +25,7 @@ from openai.types.responses import (
 from ctxfold import InvalidInputError, MemoryStore, SQLiteStore
 from ctxfold.integrations import _agents_items as conv
 from ctxfold.integrations.openai_agents import CtxfoldSession
-from ctxfold.protocols import EventStore
+from ctxfold.storage.base import EventStore
 from tests._integration import (
     CALLS_PER_TASK,
     MORE_TASKS,

@@ -45,7 +45,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from ctxfold import InvalidInputError, MemoryStore
 from ctxfold.integrations import _pydantic_ai_messages as conv
 from ctxfold.integrations.pydantic_ai import CtxfoldCapability
-from ctxfold.protocols import EventStore
+from ctxfold.storage.base import EventStore
 from tests._integration import (
     CALLS_PER_TASK,
     MORE_TASKS,

@@ -14,11 +14,11 @@ import ctxfold
 from conftest import transcript_params
 from ctxfold import Budget, Compactor, MemoryStore, Message, read_jsonl, validate
 from ctxfold.compactor import CompactionReport
-from ctxfold.demo_session import SYSTEM_PROMPT, generate
 from ctxfold.messages.structure import analyze
 from ctxfold.summarizers import FallbackSummarizer
 from ctxfold.summarizers.openai import OpenAISummarizer
 from ctxfold.testing.fake_llm import FakeLLMServer
+from ctxfold.testing.transcripts import SYSTEM_PROMPT, generate
 
 WINDOW = 16_000
 

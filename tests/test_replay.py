@@ -7,12 +7,12 @@ import json
 import pytest
 
 from ctxfold.compactor import Compactor
-from ctxfold.demo_session import generate
-from ctxfold.errors import BudgetError
+from ctxfold.errors import BudgetError, InvalidHistoryError
 from ctxfold.events import MESSAGE
 from ctxfold.messages import Message, validate
-from ctxfold.replay import replay
+from ctxfold.replay import compact_transcript, fresh_session_id, replay, replay_transcript
 from ctxfold.storage import MemoryStore, SQLiteStore
+from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, counter
 
 COUNTER = counter("auto")
@@ -130,3 +130,45 @@ def test_a_long_session_replays_within_the_window() -> None:
     assert len(result.requests) == 2001
     assert result.peak_tokens <= 32_000
     assert len(result.compactions) > 20
+
+
+def test_a_system_prompt_larger_than_the_window_is_refused_before_anything_lands() -> None:
+    """No compaction can shrink the system prompt: replay refuses at once, naming both sizes,
+    and the session stays empty."""
+    messages = [Message("system", "rule " * 3_000), *generate(seed=2, steps=3)[1:]]
+    session = MemoryStore().session("r")
+    with pytest.raises(BudgetError, match=r"system prompt alone takes [\d,]+ tokens.*2,000"):
+        replay(session, messages, Compactor(Budget(window=2_000)))
+    assert session.events() == []
+
+
+def test_replay_transcript_never_appends_to_an_earlier_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """replay_transcript takes the name given, then name-2, name-3...: each replay has a session
+    of its own, holding exactly the transcript."""
+    messages = generate(seed=3, steps=8)
+    with SQLiteStore(str(tmp_path / "r.db")) as store:
+        for _ in range(3):
+            replay_transcript(messages, Budget(window=100_000), store=store, name="run")
+        assert store.sessions() == ["run", "run-2", "run-3"]
+        assert all(store.last_seq(s) == len(messages) for s in store.sessions())
+    assert fresh_session_id(MemoryStore(), "run") == "run"
+
+
+def test_compact_transcript_refuses_what_no_compaction_can_make_fit() -> None:
+    """When the messages that must stay exceed the window, compact_transcript raises BudgetError
+    naming the sizes, instead of returning a history that cannot be sent."""
+    messages = [Message("system", "rule " * 3_000), Message("user", "tidy the repo"),
+                Message("assistant", "done")]  # fmt: skip
+    with pytest.raises(BudgetError, match=r"must stay.*2,000-token window"):
+        compact_transcript(messages, Budget(window=2_000), counter=COUNTER)
+
+
+@pytest.mark.guarantee("history-always-valid")
+def test_compact_transcript_never_returns_a_history_the_provider_rejects() -> None:
+    """The result is checked against the provider's rules: a history Anthropic would reject
+    raises InvalidHistoryError rather than being returned."""
+    messages = [Message("assistant", "hello"), Message("user", "hi")]
+    done = compact_transcript(messages, Budget(window=8_000), counter=COUNTER)
+    assert done.messages == messages
+    with pytest.raises(InvalidHistoryError, match=r"anthropic.*role-order"):
+        compact_transcript(messages, Budget(window=8_000), provider="anthropic", counter=COUNTER)

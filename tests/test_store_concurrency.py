@@ -114,6 +114,40 @@ def test_processes_racing_on_one_expected_seq_let_exactly_one_in(store_url: str)
     assert [e.data["worker"] for e in events] == [-1, landed[0][1], landed[0][1]]
 
 
+FOLLOWED = """
+import sys, time
+from ctxfold.events import NewEvent
+from ctxfold.storage import open_store
+
+with open_store(sys.argv[1]) as store:
+    for n in range(60):
+        store.append("live", [NewEvent("turn", {"n": n})] * (1 + n % 3))
+        time.sleep(0.003)
+"""
+
+
+def test_a_subscriber_sees_another_process_append_every_event_once(store_url: str) -> None:
+    """A writer in another process (SQLite: seen by polling; PostgreSQL: by LISTEN/NOTIFY): the
+    subscriber gets every event once, in seq order."""
+    open_store(store_url).close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", FOLLOWED, store_url],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    expected = sum(1 + n % 3 for n in range(60))
+    seen = []
+    try:
+        with open_store(store_url) as store:
+            for event in store.subscribe("live", idle_timeout=30):
+                seen.append(event.seq)
+                if len(seen) == expected:
+                    break
+            stored = [e.seq for e in store.read("live")]
+    finally:
+        writer.wait(timeout=60)
+    assert seen == list(range(1, expected + 1)) == stored
+
+
 WRITER = """
 import sys
 from ctxfold.events import NewEvent

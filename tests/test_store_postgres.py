@@ -12,7 +12,7 @@ import pytest
 
 from ctxfold.errors import MissingDependencyError
 from ctxfold.events import NewEvent
-from ctxfold.storage import PostgresStore
+from ctxfold.storage import PostgresStore, StoreBase
 from ctxfold.testing.store_contract import EventStoreContract
 
 pytestmark = pytest.mark.postgres
@@ -41,7 +41,7 @@ class TestPostgres(EventStoreContract):
     def make_store(self) -> PostgresStore:
         return PostgresStore(self.url, schema=self.schema)
 
-    def reopen(self, store: PostgresStore) -> PostgresStore:  # type: ignore[override]
+    def reopen(self, store: StoreBase) -> PostgresStore:
         store.close()
         return PostgresStore(self.url, schema=self.schema)
 
@@ -60,7 +60,14 @@ def test_tables_go_in_the_named_schema(postgres_url: str, schema: str) -> None:
     """With `schema=`, the events and version tables are created in that schema."""
     with PostgresStore(postgres_url, schema=schema) as store:
         store.append("s", [NewEvent("turn")])
-    assert _tables(postgres_url, schema) == {"events", "ctxfold_schema_version"}
+    assert _tables(postgres_url, schema) == {
+        "events",
+        "ctxfold_schema_version",
+        "append_keys",
+        "snapshots",
+        "search_docs",
+        "search_progress",
+    }
 
 
 def test_an_awkward_schema_name_is_quoted_safely(postgres_url: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from ctxfold.errors import InvalidInputError, SchemaVersionError
 from ctxfold.events import NewEvent
-from ctxfold.storage import SQLiteStore, default_sqlite_path
+from ctxfold.storage import SQLiteStore, StoreBase, default_sqlite_path
 from ctxfold.testing.store_contract import EventStoreContract
 
 
@@ -23,7 +23,7 @@ class TestSQLiteFile(EventStoreContract):
     def make_store(self) -> SQLiteStore:
         return SQLiteStore(self.path)
 
-    def reopen(self, store: SQLiteStore) -> SQLiteStore:  # type: ignore[override]
+    def reopen(self, store: StoreBase) -> SQLiteStore:
         store.close()
         return SQLiteStore(self.path)
 

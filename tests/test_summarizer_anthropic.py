@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping
 import anthropic
 import pytest
 
-from ctxfold.demo_session import SYSTEM_PROMPT, generate
 from ctxfold.errors import MissingDependencyError, SummarizerError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
@@ -17,6 +16,7 @@ from ctxfold.summarizers.anthropic import AnthropicSummarizer
 from ctxfold.summarizers.prompt import SECTIONS, build_request
 from ctxfold.summarizers.record import frame_summary
 from ctxfold.testing.fake_llm import FakeLLMServer
+from ctxfold.testing.transcripts import SYSTEM_PROMPT, generate
 
 MODEL = "claude-haiku-4-5"
 CURRENT_REQUEST = "Next, add a --json flag to the report command."

@@ -15,13 +15,10 @@ from ctxfold.summarizers import (
     FallbackSummarizer,
     SummaryRequest,
     SummaryResult,
-    as_summarizer,
     build_request,
-    is_decline,
-    is_echo,
-    normalize_result,
     redact_secrets,
 )
+from ctxfold.summarizers.base import as_summarizer, is_decline, is_echo, normalize_result
 from ctxfold.testing.doubles import FunctionSummarizer
 
 SUMMARY = "## Objective\n- fix src/app.py\n## Decisions\n- nothing"

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from ctxfold.demo_session import SYSTEM_PROMPT, generate
 from ctxfold.errors import MissingDependencyError, SummarizerError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.structure import analyze
@@ -17,6 +16,7 @@ from ctxfold.summarizers.openai import OpenAISummarizer
 from ctxfold.summarizers.prompt import SECTIONS, build_request
 from ctxfold.summarizers.record import frame_summary
 from ctxfold.testing.fake_llm import FakeLLMServer
+from ctxfold.testing.transcripts import SYSTEM_PROMPT, generate
 
 CURRENT_REQUEST = "Now also make the CSV export handle unicode payee names, please."
 

@@ -18,7 +18,8 @@ from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Summarize
 from ctxfold.storage import MemoryStore
-from ctxfold.summarizers import ExtractiveSummarizer, extract_identifiers
+from ctxfold.summarizers import ExtractiveSummarizer
+from ctxfold.summarizers.identifiers import extract_identifiers
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget, counter
 

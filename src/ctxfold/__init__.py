@@ -44,9 +44,9 @@ from ctxfold.messages import (
 )
 from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
-from ctxfold.protocols import EventStore, TokenCounter
+from ctxfold.protocols import TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
-from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
+from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
 from ctxfold.summarizers import (
     ExtractiveSummarizer,
     FallbackSummarizer,

@@ -10,11 +10,15 @@ a generic 400, so the test reads the fields each provider documents:
 - LiteLLM: `litellm.ContextWindowExceededError`, matched by class name so that litellm need not be
   installed or imported.
 
-Wrapped errors count too: the chain of `__cause__` and `__context__` is followed, so a
-`SummarizerError` raised from an SDK overflow is itself recognised.
+Wrapped errors count too: the chain of `__cause__` and `__context__` is followed (`causes`), so a
+`SummarizerError` raised from an SDK overflow is itself recognised. `stated_window` reads the
+window such an error names, for a summarizer that re-plans its pieces under it.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterator
 
 _OVERFLOW_CLASS_NAMES = frozenset({"ContextWindowExceededError"})
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
@@ -35,14 +39,37 @@ def is_context_overflow(exc: BaseException | None) -> bool:
     >>> is_context_overflow(TimeoutError("timed out"))
     False
     """
+    return any(_says_overflow(current) for current in causes(exc))
+
+
+def causes(exc: BaseException | None) -> Iterator[BaseException]:
+    """`exc`, then what it was raised from or during (`__cause__`, else `__context__`), and so
+    on: at most `_MAX_CHAIN` exceptions, each once, so a cycle ends."""
     seen: set[int] = set()
     current = exc
     while current is not None and id(current) not in seen and len(seen) < _MAX_CHAIN:
         seen.add(id(current))
-        if _says_overflow(current):
-            return True
+        yield current
         current = current.__cause__ or current.__context__
-    return False
+
+
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d+)|> (\d+) maximum|context window of (\d+)", re.IGNORECASE
+)
+
+
+def stated_window(exc: BaseException) -> int | None:
+    """The window, in tokens, that an overflow error states ("maximum context length is 8192
+    tokens", "... tokens > 200000 maximum"), searching its chain of causes; None when none does.
+
+    >>> stated_window(ValueError("This model's maximum context length is 8192 tokens"))
+    8192
+    """
+    for current in causes(exc):
+        match = _STATED_WINDOW.search(str(current))
+        if match:
+            return int(next(group for group in match.groups() if group))
+    return None
 
 
 def _says_overflow(exc: BaseException) -> bool:

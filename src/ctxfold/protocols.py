@@ -1,4 +1,8 @@
-"""The seams of ctxfold, as protocols. Each docstring says what an implementation must guarantee."""
+"""The seams of ctxfold, as protocols. Each docstring says what an implementation must guarantee.
+
+The store seam is not here: it is the abstract class `ctxfold.storage.StoreBase`, which every
+store subclasses, since it carries the checks all stores share (`EventStore` names it too).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ctxfold.events import Event, NewEvent
     from ctxfold.messages import Message
-    from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+    from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 @runtime_checkable
@@ -33,29 +36,6 @@ class TokenCounter(Protocol):
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens the tool schemas sent with a request take."""
         ...
-
-
-class EventStore(Protocol):
-    """A durable, append-only log of events per session.
-
-    - `append` is atomic: all of `events` land with contiguous seqs after the current last seq, or
-      none do. With `expected_seq`, it raises `ConflictError` unless that is the session's last seq
-      (0 for a new session). Two appends can never get the same seq.
-    - `read` returns events in seq order; `last_seq` is 0 for an unknown session.
-    - Nothing is ever updated or deleted.
-    """
-
-    def append(
-        self, session_id: str, events: Sequence[NewEvent], expected_seq: int | None = None
-    ) -> list[Event]: ...
-
-    def read(self, session_id: str, after: int = 0) -> list[Event]: ...
-
-    def sessions(self) -> list[str]: ...
-
-    def last_seq(self, session_id: str) -> int: ...
-
-    def close(self) -> None: ...
 
 
 class SyncSummarizer(Protocol):

@@ -1,17 +1,19 @@
-"""The ``ctxfold`` command: compact, replay and validate transcripts; inspect stored sessions.
+"""The ``ctxfold`` command: compact, replay and validate transcripts; store and inspect sessions.
 
-Each command body reads its input, calls one library function, and formats what it returns.
+Each command body reads its input (`read_transcript`: one set of rules for every command), calls
+one library function, and formats what it returns. Every failure is one line on stderr with a
+documented exit status (`ctxfold.cli._errors`); docs/cli.md describes the conventions.
 """
 
 from __future__ import annotations
 
 import click
 
-from ctxfold.cli._common import CtxfoldGroup
+from ctxfold.cli._errors import CtxfoldGroup
 from ctxfold.cli.compact import compact
 from ctxfold.cli.demo import demo
 from ctxfold.cli.replay import replay
-from ctxfold.cli.sessions import import_transcript, sessions
+from ctxfold.cli.sessions import sessions
 from ctxfold.cli.validate import validate
 
 
@@ -20,16 +22,19 @@ from ctxfold.cli.validate import validate
 def cli() -> None:
     """Keep long-running LLM agent conversations inside the model's context window.
 
+    Exit status: 0 done, 1 problems found (validate) or a ctxfold bug, 2 bad input.
+
     \b
     Examples:
       ctxfold demo
       ctxfold compact run.jsonl -o run.small.jsonl --window 16000
-      ctxfold replay run.jsonl --window 16000 --report report.html
+      ctxfold replay run.jsonl --window 16000 --html replay.html
       ctxfold validate run.jsonl --provider anthropic
+      ctxfold sessions import run.jsonl --session run-42
     """
 
 
-for command in (compact, replay, validate, sessions, import_transcript, demo):
+for command in (compact, replay, validate, sessions, demo):
     cli.add_command(command)
 
 

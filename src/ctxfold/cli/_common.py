@@ -1,106 +1,75 @@
-"""What every command shares: error reporting, reading transcripts, options that build objects.
+"""What every command shares: reading transcripts, options that build objects, output helpers.
 
-Errors: a command raises `CtxfoldError` (bad input, a budget that cannot work) or click raises a
-usage error; `CtxfoldGroup.main` turns either into one line on stderr and exit status 2, with no
-traceback. Environment variables are read here and nowhere else in ctxfold.
+Environment variables are read here and in `_errors` and nowhere else in ctxfold.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from ctxfold.errors import CtxfoldError, InvalidInputError, MissingDependencyError
-from ctxfold.messages import Message, read_jsonl
+from ctxfold.errors import BudgetError, MissingDependencyError
+from ctxfold.messages import Transcript, read_transcript
 
 if TYPE_CHECKING:
-    from ctxfold.messages.jsonl import Format
+    from ctxfold.messages.validity import Provider
     from ctxfold.protocols import SyncSummarizer
     from ctxfold.storage import StoreBase
+    from ctxfold.tokens import Budget
 
-EXIT_BAD_INPUT = 2
 DATABASE_ENV = "CTXFOLD_DATABASE_URL"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class CtxfoldGroup(click.Group):
-    """A click group whose errors are one line on stderr and exit status 2, never a traceback."""
-
-    def main(
-        self,
-        args: Sequence[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        **extra: Any,
-    ) -> Any:
-        try:
-            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.UsageError as exc:
-            hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
-            message = exc.format_message().rstrip(".")
-            return _fail(f"{message}{hint}", exc.exit_code, standalone_mode)
-        except click.ClickException as exc:
-            return _fail(exc.format_message(), EXIT_BAD_INPUT, standalone_mode)
-        except CtxfoldError as exc:
-            return _fail(str(exc), EXIT_BAD_INPUT, standalone_mode)
-        except click.Abort:
-            return _fail("aborted", 130, standalone_mode)
-        except OSError as exc:
-            # A file that cannot be read or written is bad input too, named by its path.
-            where = f"{exc.filename}: " if exc.filename else ""
-            return _fail(f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT, standalone_mode)
-        if not standalone_mode:
-            return result
-        sys.exit(result if isinstance(result, int) else 0)
+def read_input(path: Path, *, repair: bool, provider: str | None = None) -> Transcript:
+    """Read INPUT under the one set of reading rules (`read_transcript`); with --repair, say on
+    stderr what the repair changed, one line per change."""
+    transcript = read_transcript(path, provider=cast("Provider | None", provider), repair=repair)
+    for fix in transcript.fixes:
+        click.echo(
+            f"ctxfold: repaired {path}: {transcript.fix_where(fix)}: {fix.message}", err=True
+        )
+    return transcript
 
 
-def _fail(message: str, code: int, standalone: bool) -> int:
-    click.echo(f"ctxfold: error: {message}", err=True)
-    if standalone:
-        sys.exit(code)
-    return code
+def input_argument(command: F) -> F:
+    """INPUT: a JSONL transcript file that must exist."""
+    return click.argument("input", type=click.Path(exists=True, dir_okay=False, path_type=Path))(
+        command
+    )
 
 
-@dataclass(frozen=True)
-class Transcript:
-    """A transcript read from a file: its messages, its format, and the line of each message when
-    the file holds one message per line (OpenAI format), so problems can name lines."""
-
-    path: Path
-    messages: list[Message]
-    format: Format
-    lines: list[int] | None
-
-    def where(self, index: int) -> str:
-        """`line N` for message `index` when known, else `message N` (counted from 1)."""
-        if self.lines is not None and 0 <= index < len(self.lines):
-            return f"line {self.lines[index]}"
-        return f"message {index + 1}"
+def repair_option(command: F) -> F:
+    """--repair: fix results and calls that do not pair up instead of refusing the input."""
+    return click.option(
+        "--repair",
+        is_flag=True,
+        help="Repair an input whose tool results and calls do not pair up (drop results that "
+        "answer no call, answer calls never answered) instead of refusing it; each change is "
+        "reported on stderr.",
+    )(command)
 
 
-def read_transcript(path: Path) -> Transcript:
-    """Read a JSONL transcript in either format; errors name the file and the line."""
-    from ctxfold.messages import detect_format
+def json_option(command: F) -> F:
+    """--json: one JSON object on stdout instead of text."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON object (see docs/cli.md)."
+    )(command)
 
-    try:
-        messages = read_jsonl(path)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{path}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    with open(path, encoding="utf-8") as handle:
-        numbered = [(n, line) for n, line in enumerate(handle, 1) if line.strip()]
-    fmt = detect_format(json.loads(line) for _, line in numbered)
-    lines = [n for n, _ in numbered] if fmt == "openai" and len(numbered) == len(messages) else None
-    return Transcript(path, messages, fmt, lines)
+
+def window_options(command: F) -> F:
+    """--window N / --model NAME: the context window, given or from the model catalog."""
+    command = click.option(
+        "--model", help="Take the window (and reply size) from this model, e.g. gpt-4o."
+    )(command)
+    return click.option("--window", type=click.IntRange(min=1), help="Context window in tokens.")(
+        command
+    )
 
 
 def parse_target(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -124,10 +93,61 @@ def parse_target(ctx: click.Context, param: click.Parameter, value: str | None) 
     return int(number) if number > 1 else number
 
 
-def build_summarizer(spec: str) -> SyncSummarizer:
+def build_budget(
+    window: int | None,
+    model: str | None,
+    target: float | None = None,
+    keep_recent_tokens: int | None = None,
+) -> Budget:
+    """The budget the options describe; exactly one of --window and --model is needed."""
+    from ctxfold.tokens import Budget, lookup
+
+    if (window is None) == (model is None):
+        raise click.UsageError("give either --window N or --model NAME (one of them, not both)")
+    if model is not None and lookup(model) is None:
+        raise BudgetError(f"unknown model {model!r}; give its context window with --window N")
+    fields: dict[str, Any] = {}
+    if target is not None:
+        fields["target"] = target
+    if keep_recent_tokens is not None:
+        fields["keep_recent_tokens"] = keep_recent_tokens
+    try:
+        if model is not None:
+            return Budget.for_model(model, **fields)
+        return Budget(window=cast(int, window), **fields)
+    except BudgetError as exc:
+        given = " ".join(
+            f"{flag} {value}"
+            for flag, value in (("--window", window), ("--model", model), ("--target", target))
+            if value is not None
+        )
+        raise BudgetError(f"{given}: {exc}") from None
+
+
+def summarizer_options(command: F) -> F:
+    """--summarizer and --redact/--no-redact, for the commands that summarize."""
+    command = click.option(
+        "--redact/--no-redact",
+        default=True,
+        show_default=True,
+        help="Scrub secrets (keys, tokens, passwords, private keys) from what an LLM "
+        "summarizer is sent and from every summary written.",
+    )(command)
+    return click.option(
+        "--summarizer",
+        default="extractive",
+        show_default=True,
+        metavar="extractive|openai:MODEL|anthropic:MODEL",
+        help="Who writes summaries; the LLM ones read their SDK's usual API-key variables.",
+    )(command)
+
+
+def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer:
     """The summarizer `spec` names: ``extractive``, ``openai:MODEL`` or ``anthropic:MODEL``.
 
-    The SDK is imported only here, so the other choices work without it installed.
+    With `redact`, an LLM summarizer scrubs secrets from everything it sends (its default);
+    without, it sends the history as it is. The SDK is imported only here, so the other choices
+    work without it installed.
     """
     kind, _, model = spec.partition(":")
     if kind == "extractive" and not model:
@@ -135,14 +155,17 @@ def build_summarizer(spec: str) -> SyncSummarizer:
 
         return cast("SyncSummarizer", ExtractiveSummarizer())
     if kind in ("openai", "anthropic") and model:
+        from ctxfold.summarizers.redact import redact_secrets
+
+        scrub = redact_secrets if redact else None
         try:
             if kind == "openai":
                 from ctxfold.summarizers.openai import OpenAISummarizer
 
-                return cast("SyncSummarizer", OpenAISummarizer(model))
+                return cast("SyncSummarizer", OpenAISummarizer(model, redact=scrub))
             from ctxfold.summarizers.anthropic import AnthropicSummarizer
 
-            return cast("SyncSummarizer", AnthropicSummarizer(model))
+            return cast("SyncSummarizer", AnthropicSummarizer(model, redact=scrub))
         except ImportError as exc:
             if isinstance(exc, MissingDependencyError):
                 raise
@@ -167,20 +190,16 @@ def default_database_url(env: os._Environ[str] | dict[str, str] | None = None) -
     return f"sqlite:///{path}"
 
 
-def database_option(command: F) -> F:
-    """-d/--database URL, falling back to CTXFOLD_DATABASE_URL and then the embedded SQLite file."""
-    return click.option(
-        "-d",
-        "--database",
-        "database",
-        metavar="URL",
-        default=None,
-        help=(
-            "Store URL: sqlite:///path.db, postgresql://user@host/db or memory://. "
-            f"Default: ${DATABASE_ENV}, else the embedded SQLite file "
-            "(~/.local/share/ctxfold/ctxfold.db)."
-        ),
-    )(command)
+DATABASE_HELP = (
+    "Store URL: sqlite:///path.db, postgresql://user@host/db or memory://. "
+    f"Default: ${DATABASE_ENV}, else the embedded SQLite file "
+    "(~/.local/share/ctxfold/ctxfold.db)."
+)
+
+
+def database_option(*, help: str = DATABASE_HELP) -> Callable[[F], F]:
+    """-d/--database URL: the one way every command names a store."""
+    return click.option("-d", "--database", "database", metavar="URL", default=None, help=help)
 
 
 def open_database(url: str | None) -> StoreBase:
@@ -192,6 +211,8 @@ def open_database(url: str | None) -> StoreBase:
 
 def check_writable(path: Path) -> None:
     """Fail before any work when `path` cannot be written: its folder must exist."""
+    from ctxfold.errors import InvalidInputError
+
     if str(path) == "-":
         return
     if path.is_dir():
@@ -200,11 +221,16 @@ def check_writable(path: Path) -> None:
         raise InvalidInputError(f"cannot write {path}: folder {path.parent} does not exist")
 
 
-def echo_json(data: Any) -> None:
-    """One JSON object on stdout, keys in a stable order."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+def echo_json(data: Any, *, err: bool = False) -> None:
+    """One JSON object on stdout (stderr when stdout carries data), keys in a stable order."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2), err=err)
 
 
 def tokens(n: int) -> str:
     """A token count as people read it: 12,345."""
     return f"{n:,}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 problem``, ``2 problems``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -4,29 +4,33 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from ctxfold.cli._common import (
+    build_budget,
     build_summarizer,
     check_writable,
     echo_json,
+    input_argument,
+    json_option,
     parse_target,
-    read_transcript,
+    read_input,
+    repair_option,
+    summarizer_options,
     tokens,
+    window_options,
 )
-from ctxfold.errors import BudgetError
-from ctxfold.messages import to_anthropic, to_openai, validate, write_jsonl
+from ctxfold.messages import dumps_jsonl, write_jsonl
 
 if TYPE_CHECKING:
     from ctxfold.compactor import CompactionReport
-    from ctxfold.messages import Message
-    from ctxfold.tokens import Budget
+    from ctxfold.messages.jsonl import Format
 
 
 @click.command()
-@click.argument("input", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@input_argument
 @click.option(
     "-o",
     "--output",
@@ -34,8 +38,7 @@ if TYPE_CHECKING:
     help="Where to write the compacted history ('-' for stdout). "
     "Default: INPUT's name with .compacted.jsonl, beside it.",
 )
-@click.option("--window", type=click.IntRange(min=1), help="Context window in tokens.")
-@click.option("--model", help="Take the window (and reply size) from this model, e.g. gpt-4o.")
+@window_options
 @click.option(
     "--target",
     metavar="F",
@@ -47,20 +50,15 @@ if TYPE_CHECKING:
     type=click.IntRange(min=0),
     help="Keep at least this many of the newest tokens verbatim (default 8000).",
 )
-@click.option(
-    "--summarizer",
-    default="extractive",
-    show_default=True,
-    metavar="extractive|openai:MODEL|anthropic:MODEL",
-    help="Who writes summaries; the LLM ones read their SDK's usual API-key variables.",
-)
+@summarizer_options
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["openai", "anthropic"]),
     help="Format of the output. Default: the input's.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (see docs/cli.md).")
+@repair_option
+@json_option
 def compact(
     input: Path,
     output: Path | None,
@@ -69,48 +67,44 @@ def compact(
     target: float | None,
     keep_recent_tokens: int | None,
     summarizer: str,
+    redact: bool,
     fmt: str | None,
+    repair: bool,
     as_json: bool,
 ) -> None:
     """Compact the transcript INPUT (JSONL, OpenAI or Anthropic format) to fit a window.
 
     Writes the compacted history in the same format and prints tokens before and after, the
-    target, what each strategy did, identifiers kept and left out, and whether the result is a
-    valid history. Nothing is written when the input is bad.
+    target, what each strategy did, and identifiers kept and left out. An input that is not a
+    valid history for the output's provider is refused (exit 2) unless --repair is given, and
+    nothing is written when anything fails.
 
     \b
     Example:
       ctxfold compact run.jsonl -o run.small.jsonl --window 16000 --target 0.4
     """
-    from ctxfold.compactor import compact_messages
+    from ctxfold.replay import compact_transcript
+    from ctxfold.summarizers.redact import redact_secrets
     from ctxfold.tokens import counter
 
     destination = output or input.with_name(f"{input.name.removesuffix('.jsonl')}.compacted.jsonl")
     check_writable(destination)
-    transcript = read_transcript(input)
     budget = build_budget(window, model, target, keep_recent_tokens)
-    out_format = fmt or transcript.format
+    transcript = read_input(input, repair=repair, provider=fmt)
+    out_format = cast("Format", fmt or transcript.format)
     count = counter(model or "auto")
-    result = compact_messages(
-        transcript.messages, budget, summarizer=build_summarizer(summarizer), counter=count
+    result = compact_transcript(
+        transcript.messages,
+        budget,
+        provider=out_format,
+        summarizer=build_summarizer(summarizer, redact=redact),
+        counter=count,
+        redact=redact_secrets if redact else None,
     )
-    report = result.report
-    if report.pinned_tokens > budget.window or report.tokens_after > budget.window:
-        raise BudgetError(
-            f"the messages that must stay (system prompt, current request, newest step) take "
-            f"{max(report.pinned_tokens, report.tokens_after):,} tokens, more than the "
-            f"{budget.window:,}-token window; raise --window"
-        )
-    problems = [p for p in validate(result.messages, out_format) if p.severity == "error"]  # type: ignore[arg-type]
-    if problems:
-        # Promise 2: a history a provider would reject is never written, even by the CLI.
-        for problem in problems:
-            click.echo(f"ctxfold: error: compacted history is invalid: {problem}", err=True)
-        sys.exit(1)
     if str(destination) == "-":
-        _write_stdout(result.messages, out_format)
+        sys.stdout.write(dumps_jsonl(result.messages, out_format))
     else:
-        write_jsonl(destination, result.messages, format=out_format)  # type: ignore[arg-type]
+        write_jsonl(destination, result.messages, format=out_format)
     summary = {
         "input": str(input),
         "output": str(destination),
@@ -118,45 +112,15 @@ def compact(
         "messages_before": len(transcript.messages),
         "messages_after": len(result.messages),
         "window": budget.window,
-        **report_dict(report),
+        **report_dict(result.report),
         "valid": True,
         "counter": count.name,
+        "repaired": len(transcript.fixes),
     }
     if as_json:
-        echo_json(summary)
+        echo_json(summary, err=str(destination) == "-")
     else:
-        _print_summary(summary, report, to_stderr=str(destination) == "-")
-
-
-def build_budget(
-    window: int | None,
-    model: str | None,
-    target: float | None,
-    keep_recent_tokens: int | None,
-) -> Budget:
-    """The budget the options describe; exactly one of --window and --model is needed."""
-    from ctxfold.tokens import Budget, lookup
-
-    if (window is None) == (model is None):
-        raise click.UsageError("give either --window N or --model NAME (one of them, not both)")
-    if model is not None and lookup(model) is None:
-        raise BudgetError(f"unknown model {model!r}; give its context window with --window N")
-    fields: dict[str, Any] = {}
-    if target is not None:
-        fields["target"] = target
-    if keep_recent_tokens is not None:
-        fields["keep_recent_tokens"] = keep_recent_tokens
-    try:
-        if model is not None:
-            return Budget.for_model(model, **fields)
-        return Budget(window=window, **fields)  # type: ignore[arg-type]
-    except BudgetError as exc:
-        given = " ".join(
-            f"{flag} {value}"
-            for flag, value in (("--window", window), ("--model", model), ("--target", target))
-            if value is not None
-        )
-        raise BudgetError(f"{given}: {exc}") from None
+        _print_summary(summary, result.report, to_stderr=str(destination) == "-")
 
 
 def report_dict(report: CompactionReport) -> dict[str, Any]:
@@ -222,14 +186,3 @@ def _print_summary(summary: dict[str, Any], report: CompactionReport, to_stderr:
         f"wrote {summary['output']} ({summary['format']}, {summary['messages_after']} messages, "
         f"was {summary['messages_before']}); a valid {summary['format']} history"
     )
-
-
-def _write_stdout(messages: list[Message], fmt: str) -> None:
-    import json
-
-    if fmt == "anthropic":
-        system, rows = to_anthropic(messages)
-        out: list[Any] = ([{"system": system}] if system is not None else []) + rows
-    else:
-        out = list(to_openai(messages))
-    sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out))

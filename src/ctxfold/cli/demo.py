@@ -17,34 +17,35 @@ DEMO_STEPS = 60
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("ctxfold-demo"),
     show_default=True,
-    help="Folder for the session and the report.",
+    help="Folder for the session, its log and the HTML page.",
 )
 def demo(out: Path) -> None:
     """Generate a realistic coding-agent session, replay it at a 16,000-token window, and write
-    an HTML report. Needs no network and no API key.
+    an HTML page of the run. Needs no network and no API key.
 
     Writes OUT/session.jsonl (the generated transcript, OpenAI format), OUT/demo.db (the
-    session's event log in SQLite, the embedded default store) and OUT/report.html.
+    session's event log in SQLite, the embedded default store) and OUT/replay.html.
 
     \b
     Example:
       ctxfold demo --out /tmp/ctxfold-demo
     """
     from ctxfold.cli.replay import print_replay, run_replay
-    from ctxfold.demo_session import generate
     from ctxfold.messages import write_jsonl
-    from ctxfold.report import write_html
+    from ctxfold.replay import write_html
+    from ctxfold.testing.transcripts import generate
+    from ctxfold.tokens import Budget
 
     out.mkdir(parents=True, exist_ok=True)
     messages = generate(seed=0, steps=DEMO_STEPS)
     session_path = out / "session.jsonl"
     write_jsonl(session_path, messages, format="openai")
     click.echo(f"generated {session_path}: a coding-agent session of {len(messages)} messages")
-    db_path = out / "demo.db"
-    result = run_replay(messages, DEMO_WINDOW, db=db_path, session_prefix="demo")
-    report_path = out / "report.html"
-    write_html(report_path, result, title="ctxfold demo: a coding-agent session")
+    db_url = f"sqlite:///{out / 'demo.db'}"
+    result = run_replay(messages, Budget(window=DEMO_WINDOW), database=db_url, name="demo")
+    html_path = out / "replay.html"
+    write_html(html_path, result, title="ctxfold demo: a coding-agent session")
     print_replay(result, str(session_path))
-    click.echo(f"log: {db_path} (try: ctxfold sessions list -d sqlite:///{db_path})")
-    click.echo(f"report: {report_path} (open it in a browser)")
+    click.echo(f"log: {out / 'demo.db'} (try: ctxfold sessions -d {db_url})")
+    click.echo(f"html: {html_path} (open it in a browser)")
     click.echo(f"next: ctxfold compact {session_path} --window 8000 -o {out / 'compacted.jsonl'}")

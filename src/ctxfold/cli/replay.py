@@ -4,38 +4,61 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
-from ctxfold.cli._common import check_writable, echo_json, read_transcript, tokens
-from ctxfold.errors import BudgetError
+from ctxfold.cli._common import (
+    build_budget,
+    build_summarizer,
+    check_writable,
+    database_option,
+    echo_json,
+    input_argument,
+    json_option,
+    read_input,
+    repair_option,
+    summarizer_options,
+    tokens,
+    window_options,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ctxfold.messages import Message
+    from ctxfold.messages.validity import Provider
+    from ctxfold.protocols import Summarizer
     from ctxfold.replay import ReplayResult
-    from ctxfold.storage import StoreBase
+    from ctxfold.tokens import Budget
 
 
 @click.command()
-@click.argument("input", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--window", required=True, type=click.IntRange(min=1), help="Window in tokens.")
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Keep the session in this SQLite file (default: in memory, gone afterwards).",
+@input_argument
+@window_options
+@database_option(
+    help="Keep the replayed session in this store (sqlite:///runs.db, postgresql://..., "
+    "memory://), under a new id replay-NAME. Default: memory://, gone afterwards.",
 )
 @click.option(
-    "--report",
+    "--html",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a self-contained HTML report with a chart of the run.",
+    help="Write a self-contained HTML page with a chart of the run to this file.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (see docs/cli.md).")
-def replay(input: Path, window: int, db: Path | None, report: Path | None, as_json: bool) -> None:
+@summarizer_options
+@repair_option
+@json_option
+def replay(
+    input: Path,
+    window: int | None,
+    model: str | None,
+    database: str | None,
+    html: Path | None,
+    summarizer: str,
+    redact: bool,
+    repair: bool,
+    as_json: bool,
+) -> None:
     """Replay the transcript INPUT message by message with automatic compaction on.
 
     Before each model request the compactor's trigger runs, as in a live agent loop. Prints the
@@ -45,54 +68,67 @@ def replay(input: Path, window: int, db: Path | None, report: Path | None, as_js
 
     \b
     Example:
-      ctxfold replay run.jsonl --window 16000 --report report.html
+      ctxfold replay run.jsonl --window 16000 --html replay.html
     """
-    for path in (db, report):
-        if path is not None:
-            check_writable(path)
-    transcript = read_transcript(input)
-    result = run_replay(transcript.messages, window, db=db, session_prefix=input.stem)
-    if report is not None:
-        from ctxfold.report import write_html
+    if html is not None:
+        check_writable(html)
+    budget = build_budget(window, model)
+    transcript = read_input(input, repair=repair)
+    result = run_replay(
+        transcript.messages,
+        budget,
+        database=database,
+        name=f"replay-{input.stem}",
+        provider=transcript.provider,
+        summarizer=build_summarizer(summarizer, redact=redact),
+        redact=redact,
+    )
+    if html is not None:
+        from ctxfold.replay import write_html
 
-        write_html(report, result, title=f"ctxfold replay of {input.name}")
+        write_html(html, result, title=f"ctxfold replay of {input.name}")
     if as_json:
         data = result.to_dict()
         data["input"] = str(input)
-        data["report"] = str(report) if report is not None else None
+        data["html"] = str(html) if html is not None else None
         echo_json(data)
     else:
         print_replay(result, str(input))
-        if report is not None:
-            click.echo(f"report: {report}")
+        if html is not None:
+            click.echo(f"html: {html}")
 
 
 def run_replay(
-    messages: Sequence[Message], window: int, *, db: Path | None, session_prefix: str
+    messages: list[Message],
+    budget: Budget,
+    *,
+    database: str | None,
+    name: str,
+    provider: str = "openai",
+    summarizer: Summarizer | None = None,
+    redact: bool = True,
 ) -> ReplayResult:
-    """Replay into a fresh session of an in-memory store, or of the SQLite file `db`."""
-    from ctxfold.compactor import Compactor
-    from ctxfold.replay import replay as replay_messages
-    from ctxfold.storage import MemoryStore, SQLiteStore
-    from ctxfold.tokens import Budget, counter
+    """Replay into the store `database` names (in memory when None), with a progress bar."""
+    from ctxfold.replay import replay_transcript
+    from ctxfold.storage import open_store
+    from ctxfold.summarizers.redact import redact_secrets
 
-    count = counter("auto")
-    system = sum(count.count_message(m) for m in messages if m.role == "system")
-    if system > window:
-        raise BudgetError(
-            f"the system prompt alone takes {system:,} tokens, more than the "
-            f"{window:,}-token window; raise --window"
+    with open_store(database or "memory://") as store, _progress(len(messages)) as advance:
+        return replay_transcript(
+            messages,
+            budget,
+            store=store,
+            name=name,
+            progress=advance,
+            provider=cast("Provider", provider),
+            summarizer=summarizer,
+            redact=redact_secrets if redact else None,
         )
-    store: StoreBase = SQLiteStore(str(db)) if db is not None else MemoryStore()
-    with store, _progress(len(messages)) as advance:
-        session = store.session(_fresh_id(store, f"replay-{session_prefix}"), counter=count)
-        compactor = Compactor(Budget(window=window), counter=count)
-        return replay_messages(session, messages, compactor, counter=count, progress=advance)
 
 
 def print_replay(result: ReplayResult, source: str) -> None:
     """The replay as a few lines of text: totals, each compaction, sizes per request."""
-    from ctxfold.report.html import strategy_text
+    from ctxfold.replay.html import strategy_text
 
     click.echo(
         f"replayed {source}: {result.messages:,} messages, {len(result.requests):,} requests, "
@@ -126,17 +162,6 @@ def print_replay(result: ReplayResult, source: str) -> None:
     ]
     for start in range(0, len(cells), 8):
         click.echo("    " + "  ".join(cells[start : start + 8]))
-
-
-def _fresh_id(store: StoreBase, base: str) -> str:
-    """`base`, or `base-2`, `base-3`, ... : a replay never appends to an earlier run's session."""
-    taken = set(store.sessions())
-    if base not in taken:
-        return base
-    n = 2
-    while f"{base}-{n}" in taken:
-        n += 1
-    return f"{base}-{n}"
 
 
 @contextlib.contextmanager

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import click
 
-from ctxfold.cli._common import Transcript, read_transcript
-from ctxfold.messages import Problem, repair, write_jsonl
+from ctxfold.cli._common import (
+    check_writable,
+    echo_json,
+    input_argument,
+    json_option,
+    plural,
+    read_input,
+)
+from ctxfold.messages import Problem, Transcript, read_transcript, write_jsonl
 from ctxfold.messages import validate as find_problems
+from ctxfold.messages.validity import Provider
 
 
 @click.command()
-@click.argument("input", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@input_argument
 @click.option(
     "--provider",
     type=click.Choice(["openai", "anthropic"]),
@@ -21,10 +30,9 @@ from ctxfold.messages import validate as find_problems
 )
 @click.option(
     "--repair",
-    "do_repair",
     is_flag=True,
     help="Drop tool results that answer no call and add a placeholder result for unanswered "
-    "calls; needs -o.",
+    "calls, then write the result to -o OUT; each change is reported on stderr.",
 )
 @click.option(
     "-o",
@@ -32,63 +40,91 @@ from ctxfold.messages import validate as find_problems
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where --repair writes the repaired history (same format as INPUT).",
 )
-def validate(input: Path, provider: str | None, do_repair: bool, output: Path | None) -> None:
+@json_option
+def validate(
+    input: Path, provider: str | None, repair: bool, output: Path | None, as_json: bool
+) -> None:
     """Check that the transcript INPUT is a history the provider would accept.
 
     Exit status 0 when it is valid, 1 with one line per problem when not (notes that a provider
-    accepts, such as a final call still waiting for its result, do not fail it).
+    accepts, such as a final call still waiting for its result, do not fail it). A file that
+    cannot be read at all (a bad line, no messages) is exit status 2, as for every command.
 
     \b
     Examples:
       ctxfold validate run.jsonl
       ctxfold validate run.jsonl --provider anthropic --repair -o run.fixed.jsonl
     """
-    if do_repair != (output is not None):
+    if repair != (output is not None):
         raise click.UsageError("--repair and -o go together: --repair -o OUT")
-    transcript = read_transcript(input)
-    checked = provider or transcript.format
-    problems = find_problems(transcript.messages, checked)  # type: ignore[arg-type]
-    if do_repair and output is not None:
-        _repair(transcript, problems, checked, output)
+    if repair and output is not None:
+        check_writable(output)
+        fixed = read_input(input, repair=True, provider=provider)
+        write_jsonl(output, fixed.messages, format=fixed.format)
+        _repaired(fixed, output, as_json)
         return
-    errors = _report(transcript, problems)
+    transcript = read_transcript(input, provider=cast("Provider | None", provider), check=False)
+    problems = find_problems(transcript.messages, transcript.provider)
+    errors = [p for p in problems if p.severity == "error"]
+    if as_json:
+        echo_json(_checked(transcript, problems))
+    else:
+        _report(transcript, problems)
+        if not errors:
+            click.echo(
+                f"{input}: valid for {transcript.provider} ({len(transcript.messages)} messages)"
+            )
     if errors:
         sys.exit(1)
-    click.echo(f"{input}: valid for {checked} ({len(transcript.messages)} messages)")
 
 
-def _report(transcript: Transcript, problems: list[Problem]) -> int:
-    """Print one line per problem (errors on stdout, notes on stderr); return the error count."""
-    errors = 0
+def _report(transcript: Transcript, problems: list[Problem]) -> None:
+    """Print one line per problem: errors on stdout, notes on stderr."""
     for problem in problems:
-        where = f"{transcript.path}: {transcript.where(problem.index)}"
+        where = f"{transcript.source}: {transcript.where(problem.index)}"
         if problem.severity == "error":
-            errors += 1
             click.echo(f"{where}: {problem.code}: {problem.message}")
         else:
             click.echo(f"{where}: note: {problem.code}: {problem.message}", err=True)
-    return errors
 
 
-def _repair(transcript: Transcript, before: list[Problem], provider: str, output: Path) -> None:
-    repaired = repair(transcript.messages)
-    left = [p for p in find_problems(repaired, provider) if p.severity == "error"]  # type: ignore[arg-type]
-    if left:
-        # Repair handles pairing problems only; what is left needs a person.
-        _report(Transcript(output, repaired, transcript.format, None), left)
-        click.echo(
-            f"ctxfold: error: {_plural(len(left), 'problem')} remain after repair; "
-            f"{output} not written",
-            err=True,
+def _checked(transcript: Transcript, problems: list[Problem]) -> dict[str, Any]:
+    return {
+        "input": transcript.source,
+        "provider": transcript.provider,
+        "messages": len(transcript.messages),
+        "valid": not any(p.severity == "error" for p in problems),
+        "problems": [
+            {
+                "line": transcript.lines[p.index],
+                "code": p.code,
+                "severity": p.severity,
+                "message": p.message,
+            }
+            for p in problems
+        ],
+    }
+
+
+def _repaired(fixed: Transcript, output: Path, as_json: bool) -> None:
+    if as_json:
+        data = _checked(fixed, list(fixed.notes))
+        data.update(
+            output=str(output),
+            fixes=[
+                {
+                    "line": fixed.input_lines[f.index],
+                    "action": f.action,
+                    "call_id": f.call_id,
+                    "message": f.message,
+                }
+                for f in fixed.fixes
+            ],
         )
-        sys.exit(1)
-    write_jsonl(output, repaired, format=transcript.format)
-    fixed = _plural(sum(1 for p in before if p.severity == "error"), "problem")
+        echo_json(data)
+        return
     click.echo(
-        f"{transcript.path}: {fixed} repaired ({len(transcript.messages)} -> "
-        f"{len(repaired)} messages); wrote {output}, valid for {provider}"
+        f"{fixed.source}: {plural(len(fixed.fixes), 'change')} "
+        f"({len(fixed.input_lines)} -> {len(fixed.messages)} messages); wrote {output}, "
+        f"valid for {fixed.provider}"
     )
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"

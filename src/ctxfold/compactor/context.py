@@ -20,9 +20,9 @@ from ctxfold.messages import Message
 from ctxfold.pipeline.ledger import Ledger
 from ctxfold.pipeline.proposals import Replace
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Resolve = Callable[[SummaryRequest], SummaryResult]
 AsyncResolve = Callable[[SummaryRequest], Awaitable[SummaryResult]]
@@ -176,7 +176,7 @@ class CompactionContext:
                 f"range [{start}, {stop}) covers message {touched[0]}, which is pinned (the "
                 "system block, a pending call, or an application pin)"
             )
-        stretch = view.messages[start:stop]
+        stretch = view.to_summarize(start, stop)
         if summarize is None:
             synthetic = frozenset(i - start for i in range(start, stop) if view.items[i].synthetic)
             request = build_request(

@@ -26,8 +26,8 @@ from ctxfold.errors import ConfigurationError
 from ctxfold.pipeline.proposals import SummaryCall
 from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session import Session
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import NormalizedSummarizer, as_summarizer
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 R = TypeVar("R")
 

@@ -19,8 +19,8 @@ from ctxfold.messages import Message
 
 if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
-    from ctxfold.protocols import EventStore
     from ctxfold.session import Session
+    from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
 KEY = "ctxfold"

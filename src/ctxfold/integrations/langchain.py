@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.protocols import EventStore
     from ctxfold.session import Session
+    from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
 SYSTEM = "system-prompt"

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.protocols import EventStore
+    from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
 log = logging.getLogger("ctxfold.integrations.openai_agents")

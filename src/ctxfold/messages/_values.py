@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._show import show
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
@@ -40,12 +41,23 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
-        return cls(
-            id=str(data["id"]),
-            name=str(data["name"]),
-            arguments=str(data.get("arguments", "{}")),
-            extra=dict(data.get("extra") or {}),
-        )
+        """Read ctxfold's own JSON shape (the inverse of `to_dict`); a field of the wrong type
+        raises `InvalidInputError` naming it."""
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"a tool call must be an object, not {show(data)}")
+        call_id, name = data.get("id"), data.get("name")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidInputError(f"a tool call needs a non-empty string id, got {show(call_id)}")
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError(
+                f"call {call_id!r} needs a non-empty string name, got {show(name)}"
+            )
+        arguments = data.get("arguments", "{}")
+        if not isinstance(arguments, str):
+            raise InvalidInputError(
+                f"call {call_id!r}: arguments must be a JSON string, not {show(arguments)}"
+            )
+        return cls(call_id, name, arguments, extra=_extra(data.get("extra"), f"call {call_id!r}"))
 
 
 @dataclass(frozen=True)
@@ -72,9 +84,9 @@ class Message:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise InvalidInputError(
-                f"unknown role {self.role!r}; expected one of system, user, assistant, tool"
+                f"unknown role {show(self.role)}; expected one of system, user, assistant, tool"
             )
         if self.role == "tool" and not self.tool_call_id:
             raise InvalidInputError("a tool message needs the tool_call_id of the call it answers")
@@ -107,25 +119,45 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
-        """Read ctxfold's own JSON shape (the inverse of `to_dict`)."""
+        """Read ctxfold's own JSON shape (the inverse of `to_dict`).
+
+        Any field of the wrong type raises `InvalidInputError` naming the field and the value.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"a message must be an object, not {show(data)}")
         role = data.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise InvalidInputError(
-                f"unknown role {role!r}; expected one of system, user, assistant, tool"
+                f"unknown role {show(role)}; expected one of system, user, assistant, tool"
             )
         content = data.get("content")
         if content is not None and not isinstance(content, str):
             raise InvalidInputError(
                 f"content must be a string or null, not {type(content).__name__}"
             )
+        raw_calls = data.get("tool_calls") or ()
+        if not isinstance(raw_calls, (list, tuple)):
+            raise InvalidInputError(f"tool_calls must be a list, not {show(raw_calls)}")
+        for key in ("tool_call_id", "name"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
         return cls(
             role=cast(Role, role),
             content=content,
-            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
+            tool_calls=tuple(ToolCall.from_dict(c) for c in raw_calls),
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
-            extra=dict(data.get("extra") or {}),
+            extra=_extra(data.get("extra"), "the message"),
         )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _extra(value: object, owner: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"extra of {owner} must be an object, not {show(value)}")
+    return dict(value)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
 
 SystemPrompt = str | list[dict[str, Any]] | None
@@ -62,23 +63,23 @@ def system_from_anthropic(system: Any) -> Message:
     if isinstance(system, list):
         blocks = [_block(b, f"system[{i}]") for i, b in enumerate(system)]
         return Message("system", blocks_text(blocks), extra=_extra(blocks=blocks))
-    raise InvalidInputError(f"system must be a string or a list of blocks, not {system!r:.80}")
+    raise InvalidInputError(f"system must be a string or a list of blocks, not {show(system)}")
 
 
 def messages_from_anthropic(row: Mapping[str, Any]) -> list[Message]:
     """Read one API message; errors name the value but not the position."""
     if not isinstance(row, Mapping):
-        raise InvalidInputError(f"expected a JSON object, got {type(row).__name__}: {row!r:.80}")
+        raise InvalidInputError(f"expected a JSON object, got {type(row).__name__}: {show(row)}")
     role = row.get("role")
     if role not in ("user", "assistant"):
-        raise InvalidInputError(f"unknown role {role!r}; expected user or assistant")
+        raise InvalidInputError(f"unknown role {show(role)}; expected user or assistant")
     fields = {k: v for k, v in row.items() if k not in _MESSAGE_KEYS}
     content = row.get("content")
     if isinstance(content, str):
         out = [Message(cast(Role, role), content)]
     elif not isinstance(content, list):
         raise InvalidInputError(
-            f"content must be a string or a list of blocks, not {content!r:.80}"
+            f"content must be a string or a list of blocks, not {show(content)}"
         )
     else:
         blocks = [_block(b, f"content[{i}]") for i, b in enumerate(content)]
@@ -116,6 +117,18 @@ def to_anthropic(messages: Iterable[Message]) -> tuple[SystemPrompt, list[dict[s
     return _system_to_anthropic(system_parts), [_group_to_anthropic(g) for g in groups]
 
 
+def sent_blocks(message: Message) -> list[dict[str, Any]]:
+    """The content blocks `message` contributes when written for the Messages API: its kept
+    blocks while they still describe it, else blocks rebuilt from its fields. Raises
+    `InvalidInputError` when the message cannot be written (arguments that are not JSON)."""
+    if message.role != "assistant":
+        return _user_blocks(message)
+    content = _assistant_content(message)
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if content else []
+
+
 def blocks_text(blocks: Sequence[Mapping[str, Any]]) -> str | None:
     """The text of a list of blocks, joined by newlines; None when no block is text."""
     texts = [
@@ -136,7 +149,7 @@ def _extra(**kept: Any) -> dict[str, Any]:
 
 def _block(block: Any, where: str) -> dict[str, Any]:
     if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-        raise InvalidInputError(f"{where} must be a block object with a type, not {block!r:.80}")
+        raise InvalidInputError(f"{where} must be a block object with a type, not {show(block)}")
     return dict(block)
 
 
@@ -161,7 +174,7 @@ def _tool_result(block: Mapping[str, Any], position: int) -> Message:
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or not call_id:
         raise InvalidInputError(
-            f"content[{position}]: a tool_result needs a non-empty tool_use_id, got {call_id!r}"
+            f"content[{position}]: a tool_result needs a non-empty tool_use_id, got {show(call_id)}"
         )
     content = block.get("content")
     if isinstance(content, list):
@@ -172,7 +185,7 @@ def _tool_result(block: Mapping[str, Any], position: int) -> Message:
     else:
         raise InvalidInputError(
             f"content[{position}]: tool_result content must be a string or a list of blocks, "
-            f"not {content!r:.80}"
+            f"not {show(content)}"
         )
     return Message("tool", text, tool_call_id=call_id, extra=_extra(block=dict(block)))
 
@@ -188,15 +201,23 @@ def _tool_use(block: Mapping[str, Any], position: int) -> ToolCall:
     where = f"content[{position}]"
     call_id, name, value = block.get("id"), block.get("name"), block.get("input", {})
     if not isinstance(call_id, str) or not call_id:
-        raise InvalidInputError(f"{where}: a tool_use needs a non-empty string id, got {call_id!r}")
+        raise InvalidInputError(
+            f"{where}: a tool_use needs a non-empty string id, got {show(call_id)}"
+        )
     if not isinstance(name, str) or not name:
-        raise InvalidInputError(f"{where} ({call_id}): a tool_use needs a name, got {name!r}")
+        raise InvalidInputError(f"{where} ({call_id}): a tool_use needs a name, got {show(name)}")
     if not isinstance(value, Mapping):
         raise InvalidInputError(
-            f"{where} ({call_id}): tool_use input must be an object, not {value!r:.80}"
+            f"{where} ({call_id}): tool_use input must be an object, not {show(value)}"
         )
     fields = {k: v for k, v in block.items() if k not in _TOOL_USE_KEYS}
-    arguments = json.dumps(value, ensure_ascii=False)
+    try:
+        arguments = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError) as exc:
+        # Only reachable through the Python API: JSON read from text always dumps back.
+        raise InvalidInputError(
+            f"{where} ({call_id}): tool_use input cannot be written as JSON ({exc})"
+        ) from None
     return ToolCall(call_id, name, arguments, extra=_extra(fields=fields or None))
 
 
@@ -297,12 +318,12 @@ def _tool_use_block(call: ToolCall) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(
             f"call {call.id!r} ({call.name}): arguments are not JSON ({exc.msg}), so they cannot "
-            f"be sent as a tool_use input: {call.arguments!r:.80}"
+            f"be sent as a tool_use input: {show(call.arguments)}"
         ) from exc
     if not isinstance(value, dict):
         raise InvalidInputError(
             f"call {call.id!r} ({call.name}): arguments must be a JSON object to be a tool_use "
-            f"input, not {call.arguments!r:.80}"
+            f"input, not {show(call.arguments)}"
         )
     block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": value}
     for key, kept in (_kept(call.extra).get("fields") or {}).items():

@@ -3,20 +3,23 @@
 The shape is decided once per file (`detect_format`): a line with a top-level `system` key, or
 content blocks only the Messages API uses (`tool_use`, `tool_result`, `thinking`, `image`...),
 make it Anthropic; anything else is read as OpenAI Chat Completions. A line that cannot be read
-raises `InvalidInputError` with its line number. A tool result whose call is missing is not a read
-error: the file is read, and `validate` reports it.
+(not UTF-8, not JSON, NaN, a lone surrogate, a field of the wrong type) raises `InvalidInputError`
+with its line number. A tool result whose call is missing is not a read error here:
+`read_transcript` is where the validity rules apply.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from ctxfold._files import write_text_atomic
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._json import loads_line
+from ctxfold.messages._show import show
 from ctxfold.messages._values import Message
 from ctxfold.messages.anthropic import messages_from_anthropic, system_from_anthropic, to_anthropic
 from ctxfold.messages.openai import message_from_openai, to_openai
@@ -32,6 +35,16 @@ _OPENAI_KEYS = frozenset({"tool_calls", "tool_call_id", "function_call"})
 _OPENAI_ROLES = frozenset({"tool", "developer", "function"})
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """What a JSONL source held: the messages, the format, and the line of each message (an
+    Anthropic line may hold several messages, which then share its number)."""
+
+    messages: list[Message]
+    format: Format
+    lines: tuple[int, ...]
+
+
 def read_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> list[Message]:
     """Read a JSONL transcript from a path, or from an iterable of lines.
 
@@ -41,19 +54,45 @@ def read_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> list[Message]:
     ...                              '{"role": "assistant", "content": "hello"}'])]
     ['user', 'assistant']
     """
+    return parse_jsonl(source).messages
+
+
+def parse_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> Parsed:
+    """`read_jsonl`, also giving the format and the line each message came from."""
     if isinstance(source, (str, os.PathLike)):
-        with open(source, encoding="utf-8") as handle:
-            rows = list(_rows(handle))
+        with open(source, "rb") as handle:
+            rows = list(_rows(_decoded(handle)))
     else:
-        rows = list(_rows(source))
+        rows = list(_rows(enumerate(source, start=1)))
     fmt = _detect(rows)
     out: list[Message] = []
+    lines: list[int] = []
     for number, row in rows:
         try:
-            out.extend(_read_row(row, fmt, started=bool(out) and out[-1].role != "system"))
+            read = _read_row(row, fmt, started=bool(out) and out[-1].role != "system")
         except InvalidInputError as exc:
-            raise InvalidInputError(str(exc), line=number) from exc
-    return out
+            raise InvalidInputError(str(exc), line=number) from None
+        out.extend(read)
+        lines.extend([number] * len(read))
+    return Parsed(out, fmt, tuple(lines))
+
+
+def dumps_jsonl(messages: Iterable[Message], format: Format = "openai") -> str:
+    """The JSONL text of `messages` in the given provider format, one message per line.
+
+    An Anthropic file starts with a `{"system": ...}` line when there is a system prompt. A value
+    that JSON cannot hold (NaN, a lone surrogate, a structure nested too deep) raises
+    `InvalidInputError` naming the line it would have gone to.
+    """
+    if format not in FORMATS:
+        raise InvalidInputError(f"unknown format {show(format)}; expected openai or anthropic")
+    rows: list[Any]
+    if format == "anthropic":
+        system, converted = to_anthropic(messages)
+        rows = ([{"system": system}] if system is not None else []) + converted
+    else:
+        rows = to_openai(messages)
+    return "".join(_dump(row, number) for number, row in enumerate(rows, start=1))
 
 
 def write_jsonl(
@@ -62,29 +101,10 @@ def write_jsonl(
     """Write `messages` to `path` as JSONL in the given provider format, atomically.
 
     The lines go to a temporary file beside `path` that replaces it only once complete, so a
-    failure (a message that cannot be expressed, a full disk) leaves no partial file behind. An
-    Anthropic file starts with a `{"system": ...}` line when there is a system prompt.
+    failure (a message that cannot be expressed, a full disk) leaves no partial file behind. See
+    `dumps_jsonl` for the text.
     """
-    if format not in FORMATS:
-        raise InvalidInputError(f"unknown format {format!r}; expected openai or anthropic")
-    rows: list[Any]
-    if format == "anthropic":
-        system, converted = to_anthropic(messages)
-        rows = ([{"system": system}] if system is not None else []) + converted
-    else:
-        rows = to_openai(messages)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    target = Path(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    write_text_atomic(path, dumps_jsonl(messages, format))
 
 
 def detect_format(rows: Iterable[Mapping[str, Any]]) -> Format:
@@ -99,23 +119,48 @@ def detect_format(rows: Iterable[Mapping[str, Any]]) -> Format:
     return _detect(list(enumerate(rows, start=1)))
 
 
-def _rows(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(lines, start=1):
+def _decoded(handle: Iterable[bytes]) -> Iterator[tuple[int, str]]:
+    """Lines of a binary file as text, numbered; a byte sequence that is not UTF-8 names its
+    line. A byte-order mark at the start is dropped, as editors do."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"not UTF-8 text ({exc.reason} at byte {exc.start + 1})", line=number
+            ) from None
+
+
+def _rows(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, Any]]:
+    for number, line in lines:
+        if not isinstance(line, str):
+            raise InvalidInputError(f"expected a line of text, got {show(line)}", line=number)
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"not valid JSON ({exc.msg} at column {exc.colno}): {line.strip()!r:.80}",
-                line=number,
-            ) from exc
+            row = loads_line(line)
+        except InvalidInputError as exc:
+            raise InvalidInputError(str(exc), line=number) from None
         if not isinstance(row, dict):
             raise InvalidInputError(
-                f"expected a JSON object per line, got {type(row).__name__}: {line.strip()!r:.80}",
+                f"expected a JSON object per line, got {type(row).__name__}: {show(line.strip())}",
                 line=number,
             )
         yield number, row
+
+
+def _dump(row: Any, number: int) -> str:
+    try:
+        line = json.dumps(row, ensure_ascii=False, allow_nan=False)
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"line {number} would hold {exc.object[exc.start : exc.end]!r}, a lone surrogate "
+            "that is not valid Unicode"
+        ) from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise InvalidInputError(f"line {number} cannot be written as JSON: {exc}") from None
+    return line + "\n"
 
 
 def _detect(rows: Sequence[tuple[int, Any]]) -> Format:
@@ -143,11 +188,14 @@ def _signs(row: Mapping[str, Any]) -> tuple[str, str]:
     """What in one row marks it as Anthropic and as OpenAI ("" for nothing)."""
     a_sign = "a top-level system key" if "system" in row and "role" not in row else ""
     o_sign = next((f"a {k} key" for k in _OPENAI_KEYS if k in row), "")
-    if row.get("role") in _OPENAI_ROLES:
-        o_sign = f"role {row['role']!r}"
+    role = row.get("role")
+    if isinstance(role, str) and role in _OPENAI_ROLES:
+        o_sign = f"role {role!r}"
     content = row.get("content")
     for block in content if isinstance(content, list) else ():
         kind = block.get("type") if isinstance(block, Mapping) else None
+        if not isinstance(kind, str):
+            continue
         if kind in _ANTHROPIC_BLOCKS and not a_sign:
             a_sign = f"a {kind} block"
         if kind in _OPENAI_PARTS and not o_sign:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
 
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -59,10 +60,12 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
 def message_from_openai(row: Mapping[str, Any]) -> Message:
     """Read one Chat Completions message; errors name the value but not the position."""
     if not isinstance(row, Mapping):
-        raise InvalidInputError(f"expected a JSON object, got {type(row).__name__}: {row!r:.80}")
+        raise InvalidInputError(f"expected a JSON object, got {type(row).__name__}: {show(row)}")
     role = row.get("role")
-    if role not in _KNOWN_KEYS:
-        raise InvalidInputError(f"unknown role {role!r}; expected one of {', '.join(OPENAI_ROLES)}")
+    if not isinstance(role, str) or role not in _KNOWN_KEYS:
+        raise InvalidInputError(
+            f"unknown role {show(role)}; expected one of {', '.join(OPENAI_ROLES)}"
+        )
     kept: dict[str, Any] = {}
     if role == "developer":
         kept["role"] = "developer"
@@ -73,7 +76,7 @@ def message_from_openai(row: Mapping[str, Any]) -> Message:
         tool_calls = _calls_from_openai(raw_calls)
     elif role == "assistant" and "tool_calls" in row:
         if not isinstance(raw_calls, (list, type(None))):
-            raise InvalidInputError(f"tool_calls must be a list, not {raw_calls!r:.80}")
+            raise InvalidInputError(f"tool_calls must be a list, not {show(raw_calls)}")
         # An empty list or null carries no call; keep it so the message is written back the same.
         fields["tool_calls"] = raw_calls
     if fields:
@@ -83,22 +86,28 @@ def message_from_openai(row: Mapping[str, Any]) -> Message:
         kept["no_content"] = True
     content = row.get("content")
     if isinstance(content, list):
+        for position, part in enumerate(content):
+            if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+                raise InvalidInputError(
+                    f"content[{position}] must be a part object with a string type, "
+                    f"not {show(part)}"
+                )
         kept["parts"] = content
         content = parts_text(content)
     elif content is not None and not isinstance(content, str):
         raise InvalidInputError(
-            f"content must be a string, a list of parts or null, not {content!r:.80}"
+            f"content must be a string, a list of parts or null, not {show(content)}"
         )
 
     name = row.get("name")
     if name is not None and not isinstance(name, str):
-        raise InvalidInputError(f"name must be a string, not {name!r:.80}")
+        raise InvalidInputError(f"name must be a string, not {show(name)}")
     tool_call_id = None
     if role == "tool":
         tool_call_id = row.get("tool_call_id")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidInputError(
-                f"a tool message needs a non-empty string tool_call_id, got {tool_call_id!r}"
+                f"a tool message needs a non-empty string tool_call_id, got {show(tool_call_id)}"
             )
     return Message(
         role=cast(Role, "system" if role == "developer" else role),
@@ -148,32 +157,32 @@ def _kept(extra: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _calls_from_openai(raw: Any) -> tuple[ToolCall, ...]:
     if not isinstance(raw, list):
-        raise InvalidInputError(f"tool_calls must be a list, not {raw!r:.80}")
+        raise InvalidInputError(f"tool_calls must be a list, not {show(raw)}")
     return tuple(_call_from_openai(call, position) for position, call in enumerate(raw))
 
 
 def _call_from_openai(call: Any, position: int) -> ToolCall:
     where = f"tool_calls[{position}]"
     if not isinstance(call, Mapping):
-        raise InvalidInputError(f"{where} must be an object, not {call!r:.80}")
+        raise InvalidInputError(f"{where} must be an object, not {show(call)}")
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id:
-        raise InvalidInputError(f"{where} needs a non-empty string id, got {call_id!r}")
+        raise InvalidInputError(f"{where} needs a non-empty string id, got {show(call_id)}")
     kind = call.get("type", "function")
     if kind != "function":
-        raise InvalidInputError(f"{where} ({call_id}) has type {kind!r}; expected 'function'")
+        raise InvalidInputError(f"{where} ({call_id}) has type {show(kind)}; expected 'function'")
     function = call.get("function")
     if not isinstance(function, Mapping):
         raise InvalidInputError(
-            f"{where} ({call_id}) needs a function object, got {function!r:.80}"
+            f"{where} ({call_id}) needs a function object, got {show(function)}"
         )
     name = function.get("name")
     if not isinstance(name, str) or not name:
-        raise InvalidInputError(f"{where} ({call_id}) needs a function name, got {name!r}")
+        raise InvalidInputError(f"{where} ({call_id}) needs a function name, got {show(name)}")
     arguments = function.get("arguments", "")
     if not isinstance(arguments, str):
         raise InvalidInputError(
-            f"{where} ({call_id}) arguments must be a JSON string, not {arguments!r:.80}"
+            f"{where} ({call_id}) arguments must be a JSON string, not {show(arguments)}"
         )
     kept: dict[str, Any] = {}
     if "type" not in call:

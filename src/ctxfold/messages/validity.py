@@ -74,6 +74,33 @@ def is_valid(messages: Sequence[Message], provider: Provider = "openai") -> bool
     return not any(p.severity == "error" for p in validate(messages, provider))
 
 
+@dataclass(frozen=True)
+class Fix:
+    """One change `plan_repair` makes.
+
+    - `index`: the input message it is about (the dropped result, or the assistant message whose
+      call gets a placeholder result).
+    - `action`: "dropped" or "added".
+    - `call_id`: the call the result answers.
+    - `message`: a sentence saying what was changed and why.
+    """
+
+    index: int
+    action: Literal["dropped", "added"]
+    call_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A repaired history: its `messages`, the input index each came from (`sources`; a
+    placeholder result gets its assistant message's index), and the `fixes` made, in order."""
+
+    messages: list[Message]
+    sources: tuple[int, ...]
+    fixes: tuple[Fix, ...]
+
+
 def repair(messages: Sequence[Message]) -> list[Message]:
     """Drop tool results that answer no call and add a placeholder result for each call that was
     never answered and is followed by other messages. A pending final call is left alone.
@@ -84,28 +111,72 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     >>> [m.role for m in fixed], fixed[1].text
     (['assistant', 'tool', 'user'], "[no result: call 'call_1' (ls) was never answered]")
     """
+    return plan_repair(messages).messages
+
+
+def plan_repair(messages: Sequence[Message]) -> Repair:
+    """`repair`, saying what it changed: one `Fix` per dropped or added result.
+
+    >>> from ctxfold.messages import Message
+    >>> [f.message for f in plan_repair([Message("user", "hi"),
+    ...                                  Message("tool", "a.py", tool_call_id="c9")]).fixes]
+    ["dropped the tool result for call 'c9': no assistant message right before it made that call"]
+    """
     out: list[Message] = []
+    sources: list[int] = []
+    fixes: list[Fix] = []
     n = len(messages)
     i = 0
     while i < n:
         message = messages[i]
         end = _results_end(messages, i + 1)
         if message.role == "tool":
-            i = end  # results that follow no assistant message answer nothing here
+            # Results that follow no assistant message answer nothing here.
+            for index in range(i, end):
+                fixes.append(_dropped(messages[index], index, None))
+            i = end
             continue
         out.append(message)
+        sources.append(i)
         if message.role != "assistant":
             i += 1
             continue
         results = messages[i + 1 : end]
         orphans, missing = answers([c.id for c in message.tool_calls], results)
         dropped = set(orphans)
-        out.extend(r for position, r in enumerate(results) if position not in dropped)
+        for position, result in enumerate(results):
+            if position in dropped:
+                fixes.append(_dropped(result, i + 1 + position, i))
+            else:
+                out.append(result)
+                sources.append(i + 1 + position)
         if end < n:
             names = _call_names(message)
-            out.extend(_placeholder(call_id, names[call_id]) for call_id in missing)
+            for call_id in missing:
+                out.append(_placeholder(call_id, names[call_id]))
+                sources.append(i)
+                fixes.append(
+                    Fix(
+                        i,
+                        "added",
+                        call_id,
+                        f"added a placeholder result for call {call_id!r} "
+                        f"({names[call_id]}), which was never answered",
+                    )
+                )
         i = end
-    return out
+    return Repair(out, tuple(sources), tuple(sorted(fixes, key=lambda f: f.index)))
+
+
+def _dropped(result: Message, index: int, step: int | None) -> Fix:
+    call_id = result.tool_call_id or ""
+    why = (
+        "no assistant message right before it made that call"
+        if step is None
+        else f"the assistant message before it (index {step}) did not make that call or "
+        "already has its result"
+    )
+    return Fix(index, "dropped", call_id, f"dropped the tool result for call {call_id!r}: {why}")
 
 
 def _placeholder(call_id: str, name: str) -> Message:

@@ -14,8 +14,8 @@ from typing import Any
 from ctxfold.pipeline.proposals import Edit, Replace
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.session.projection import Item
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import extract_identifiers
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ctxfold.pipeline.summarize import Summarize
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 from ctxfold.protocols import Summarizer
-from ctxfold.summarizers._request import SummaryResult
+from ctxfold.summarizers.request import SummaryResult
 
 Plan = Generator[SummaryCall, "SummaryResult | None", Ledger]
 

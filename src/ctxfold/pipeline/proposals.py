@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ctxfold.events import CompactionKind, IdentifierCounts
 from ctxfold.messages import Message
 from ctxfold.protocols import Summarizer
-from ctxfold.summarizers._request import SummaryRequest
+from ctxfold.summarizers.request import SummaryRequest
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ from ctxfold.pipeline.proposals import Proposal, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.protocols import Summarizer
-from ctxfold.summarizers._request import SummaryResult, Tier
 from ctxfold.summarizers.base import is_echo
 from ctxfold.summarizers.identifiers import verify
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.request import SummaryResult, Tier
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Summarize:
         tokens = view.tokens(start, end)
         synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
         request = build_request(
-            view.messages[start:end],
+            view.to_summarize(start, end),
             synthetic=synthetic,
             max_tokens=budget,
             tier=stretch.tier,

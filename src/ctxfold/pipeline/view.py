@@ -19,6 +19,7 @@ from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
+from ctxfold.summarizers.redact import redact_messages
 
 
 class WorkingView:
@@ -81,6 +82,13 @@ class WorkingView:
     def redact(self, text: str) -> str:
         """Apply the configured redactor (`summaries-redacted`) to text about to be stored."""
         return self.rules.redact(text) if self.rules.redact else text
+
+    def to_summarize(self, start: int, end: int) -> list[Message]:
+        """Messages `[start, end)` as a summarizer may read them: with the configured redactor
+        applied, so a secret reaches neither the summarizer nor, through identifier
+        restoration, the summary (`summaries-redacted`)."""
+        stretch = self.messages[start:end]
+        return redact_messages(stretch, self.rules.redact) if self.rules.redact else stretch
 
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])

@@ -34,9 +34,10 @@ from ctxfold.events import (
     Usage,
 )
 from ctxfold.messages import Message
-from ctxfold.protocols import EventStore, TokenCounter
+from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Change, Item, Projection
 from ctxfold.session.snapshot import Snapshot
+from ctxfold.storage.base import StoreBase, register_session_type
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -52,7 +53,7 @@ class Session:
     """
 
     def __init__(
-        self, store: EventStore, session_id: str, *, counter: TokenCounter | None = None
+        self, store: StoreBase, session_id: str, *, counter: TokenCounter | None = None
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
@@ -298,6 +299,10 @@ class Session:
             state.fold(event)
         self._state = state
         return tally
+
+
+# `store.session(id)` builds a Session; the store layer cannot import this one (it sits below).
+register_session_type(Session)
 
 
 class _State:

@@ -3,28 +3,39 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ctxfold.errors import ConflictError, StoreClosedError
-from ctxfold.events import Event
-from ctxfold.storage.base import (
-    EncodedEvent,
-    StoreBase,
-    check_seq,
-    check_session_id,
-    decode_event,
-)
+from ctxfold.events import MESSAGE, Event
+from ctxfold.storage.base import PriorAppend, StoreBase
+from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
+from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
 
-# What one stored event keeps: type, JSON text of the data, created_at.
-_Row = tuple[str, str, float]
+
+@dataclass(frozen=True)
+class _Row:
+    type: str
+    data: str
+    """JSON text, as the SQL stores keep it."""
+    created_at: float
+
+
+@dataclass
+class _Log:
+    rows: list[_Row] = field(default_factory=list)
+    keys: dict[str, PriorAppend] = field(default_factory=dict)
+    words: list[str | None] = field(default_factory=list)
+    """The search words of each row (`index_words`; None for other event types), filled by the
+    first search that needs them, as the SQL stores fill their indexes."""
 
 
 class MemoryStore(StoreBase):
-    """An `EventStore` held in memory; everything is gone when the process ends.
+    """A store held in memory; everything is gone when the process ends.
 
     It keeps the JSON text of each event, as the SQL stores do, so the data a caller reads back is a
     fresh copy that behaves exactly like theirs: changing it, or the dict that was appended, never
-    changes the log. Safe to call from several threads.
+    changes the log. Search is a scan of the session's messages (their words are worked out once,
+    by the first search that needs them). Safe to call from several threads.
 
     >>> from ctxfold.events import NewEvent
     >>> store = MemoryStore()
@@ -33,36 +44,43 @@ class MemoryStore(StoreBase):
     """
 
     def __init__(self) -> None:
-        self._logs: dict[str, list[_Row]] = {}
+        self._logs: dict[str, _Log] = {}
+        self._snapshots: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     def _write_batch(
         self,
         session_id: str,
-        batch: Sequence[EncodedEvent],
+        batch: EncodedBatch,
         expected_seq: int | None,
+        idempotency_key: str | None,
         created_at: float,
-    ) -> int:
+    ) -> int | PriorAppend:
         with self._lock:
             self._check_open()
-            log = self._logs.get(session_id, [])
-            if expected_seq is not None and expected_seq != len(log):
-                raise ConflictError(session_id, expected_seq, len(log))
-            first = len(log) + 1
-            if batch:
-                log.extend((e.type, e.data, created_at) for e in batch)
+            log = self._logs.get(session_id) or _Log()
+            if idempotency_key is not None and idempotency_key in log.keys:
+                return log.keys[idempotency_key]
+            last = len(log.rows)
+            if expected_seq is not None and expected_seq != last:
+                raise ConflictError(session_id, expected_seq, last)
+            if batch.events:
+                log.rows.extend(_Row(e.type, e.data, created_at) for e in batch.events)
+                if idempotency_key is not None:
+                    log.keys[idempotency_key] = PriorAppend(last + 1, len(log.rows), batch.digest)
                 self._logs[session_id] = log
-        return first
+        return last + 1
 
-    def read(self, session_id: str, after: int = 0) -> list[Event]:
-        """The session's events with a seq above `after`, in seq order."""
-        check_session_id(session_id)
-        check_seq(after, "after")
+    def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
         with self._lock:
             self._check_open()
-            rows = self._logs.get(session_id, [])[after:]
-        return [decode_event(session_id, after + 1 + i, *row) for i, row in enumerate(rows)]
+            log = self._logs.get(session_id)
+            rows = log.rows[after : None if limit is None else after + limit] if log else []
+        return [
+            decode_event(session_id, after + 1 + i, row.type, row.data, row.created_at)
+            for i, row in enumerate(rows)
+        ]
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
@@ -75,14 +93,64 @@ class MemoryStore(StoreBase):
         check_session_id(session_id)
         with self._lock:
             self._check_open()
-            return len(self._logs.get(session_id, ()))
+            log = self._logs.get(session_id)
+            return len(log.rows) if log else 0
+
+    def _search(
+        self, session_id: str, query: SearchQuery, seqs: list[int] | None, limit: int
+    ) -> list[SearchHit]:
+        with self._lock:
+            self._check_open()
+            log = self._logs.get(session_id) or _Log()
+            for row in log.rows[len(log.words) :]:
+                log.words.append(
+                    index_words(stored_text(row.data)) if row.type == MESSAGE else None
+                )
+            rows, found = list(log.rows), list(log.words)
+        candidates = (
+            range(1, len(rows) + 1) if seqs is None else [s for s in seqs if 1 <= s <= len(rows)]
+        )
+        scored = []
+        for seq in candidates:
+            text = found[seq - 1]
+            if text is not None and (score := query.score(text)) > 0:
+                scored.append((score, seq))
+        scored.sort(reverse=True)
+        return [
+            SearchHit(seq, score, decode_event(session_id, seq, *_columns(rows[seq - 1])))
+            for score, seq in scored[:limit]
+        ]
+
+    def _save_snapshot(self, session_id: str, seq: int, data: str) -> None:
+        with self._lock:
+            self._check_open()
+            kept = self._snapshots.get(session_id)
+            if kept is None or kept[0] <= seq:
+                self._snapshots[session_id] = (seq, data)
+
+    def _load_snapshot(self, session_id: str) -> tuple[int, str] | None:
+        with self._lock:
+            self._check_open()
+            return self._snapshots.get(session_id)
+
+    def _drop_snapshots(self, session_id: str) -> None:
+        with self._lock:
+            self._check_open()
+            self._snapshots.pop(session_id, None)
 
     def close(self) -> None:
-        """Drop the events; later calls raise `StoreClosedError`. Closing twice is fine."""
+        """Drop the events and end every subscription; later calls raise `StoreClosedError`.
+        Closing twice is fine."""
         with self._lock:
             self._closed = True
             self._logs = {}
+            self._snapshots = {}
+        self._end_subscriptions()
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
+
+
+def _columns(row: _Row) -> tuple[str, str, float]:
+    return row.type, row.data, row.created_at

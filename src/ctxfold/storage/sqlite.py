@@ -3,7 +3,8 @@
 Appends run in ``BEGIN IMMEDIATE`` transactions, so writers in other threads and other processes
 queue on SQLite's write lock (up to `busy_timeout` seconds) and read the last seq only once they
 hold it: two appends never pick the same seq. The primary key (session_id, seq) makes a duplicate
-impossible even for a writer that does not follow that rule.
+impossible even for a writer that does not follow that rule. The schema and its migrations are in
+`ctxfold.storage.sqlite_schema`.
 """
 
 from __future__ import annotations
@@ -11,39 +12,41 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxfold.errors import ConflictError, InvalidInputError, SchemaVersionError, StoreClosedError
+from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError
 from ctxfold.events import Event
-from ctxfold.storage.base import (
-    EncodedEvent,
-    StoreBase,
-    check_seq,
-    check_session_id,
-    decode_event,
-)
+from ctxfold.storage.base import PriorAppend, StoreBase
+from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
+from ctxfold.storage.search import SearchHit, SearchQuery, stored_text
+from ctxfold.storage.sqlite_schema import migrate, session_token
 
 MEMORY = ":memory:"
-
-# Each entry brings a database from the version before it to its own; never edit a shipped one.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE events (
-        session_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        data TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    )
-    """,
-)
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 # Idle connections kept for reuse; more threads than this still work, they just reconnect.
 _MAX_IDLE = 8
+# Message events indexed per write transaction when a search catches the index up.
+_INDEX_BATCH = 2000
+
+_INSERT_EVENT = (
+    "INSERT INTO events (session_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
+)
+_READ = (
+    "SELECT seq, type, data, created_at FROM events "
+    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+_SEARCH = """
+    SELECT e.seq, -bm25(search_index, 0.0, 1.0) AS score, e.type, e.data, e.created_at
+    FROM search_index
+    JOIN search_docs AS d ON d.docid = search_index.rowid
+    JOIN events AS e ON e.session_id = d.session_id AND e.seq = d.seq
+    WHERE search_index MATCH ? AND d.session_id = ? {only}
+    ORDER BY score DESC, e.seq DESC
+    LIMIT ?
+"""
 
 
 def default_sqlite_path(env: Mapping[str, str] | None = None) -> Path:
@@ -64,12 +67,24 @@ def default_sqlite_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 class SQLiteStore(StoreBase):
-    """An `EventStore` in one SQLite file (or ``":memory:"``, private to this object).
+    """A store in one SQLite file (or ``":memory:"``, private to this object).
 
-    `synchronous` is SQLite's durability setting: ``"FULL"`` (the default) makes every
-    acknowledged append survive a power cut; ``"NORMAL"`` is faster and survives a crash of the
-    process but not of the machine. `busy_timeout` is how long, in seconds, an append waits for
-    another writer before giving up. Safe to call from several threads and processes.
+    **Durability.** The file is in WAL mode, and `synchronous` is SQLite's durability setting:
+
+    - ``"FULL"`` (the default, as strong as the OpenAI Agents SDK's `SQLiteSession`, which keeps
+      SQLite's default of FULL): the write-ahead log is flushed to disk (fsync) before an append
+      returns, so every acknowledged append survives the process being killed, the operating
+      system crashing and the power failing (as far as the disk honours fsync);
+    - ``"NORMAL"``: faster; an acknowledged append survives the process being killed, but the
+      last appends before an operating-system crash or a power cut may be lost (never half of
+      one: a batch is whole or absent either way);
+    - ``"EXTRA"`` adds a sync of the directory; ``"OFF"`` hands durability to the OS.
+
+    `busy_timeout` is how long, in seconds, an append waits for another writer before giving up.
+    `poll_interval` is how often, in seconds, `subscribe` checks for other processes' appends
+    (appends by this store object wake it at once). Search uses SQLite's FTS5; the index is
+    brought up to date by each search (the events appended since the last one are indexed
+    then), so appends pay nothing for it. Safe to call from several threads and processes.
 
     >>> from ctxfold.events import NewEvent
     >>> with SQLiteStore(":memory:") as store:
@@ -77,8 +92,15 @@ class SQLiteStore(StoreBase):
     1
     """
 
+    snapshot_errors = (sqlite3.DatabaseError,)
+
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
+        poll_interval: float = 0.1,
     ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise InvalidInputError(
@@ -94,15 +116,18 @@ class SQLiteStore(StoreBase):
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
         if text == MEMORY:
-            # One connection is the whole database, so every thread shares it, one at a time.
+            # One connection is the whole database, so every thread shares it, one at a time;
+            # every writer is this object, so subscribers need no polling.
             self._shared: sqlite3.Connection | None = self._connect()
             self._shared_lock = threading.Lock()
+            self.poll_interval = None
         else:
             self._shared = None
+            self.poll_interval = poll_interval
             Path(text).expanduser().parent.mkdir(parents=True, exist_ok=True)
         try:
             with self._connection() as conn:
-                self._migrate(conn)
+                migrate(conn, self.path)
         except sqlite3.DatabaseError as exc:
             self.close()
             raise InvalidInputError(
@@ -115,35 +140,59 @@ class SQLiteStore(StoreBase):
     def _write_batch(
         self,
         session_id: str,
-        batch: Sequence[EncodedEvent],
+        batch: EncodedBatch,
         expected_seq: int | None,
+        idempotency_key: str | None,
         created_at: float,
-    ) -> int:
-        with self._connection() as conn, self._write(conn, session_id, expected_seq):
-            last = _last_seq(conn, session_id)
-            if expected_seq is not None and expected_seq != last:
-                raise ConflictError(session_id, expected_seq, last)
-            conn.executemany(
-                "INSERT INTO events (session_id, seq, type, data, created_at) "
+    ) -> int | PriorAppend:
+        with self._connection() as conn:
+            try:
+                with _transaction(conn):
+                    return self._write(
+                        conn, session_id, batch, expected_seq, idempotency_key, created_at
+                    )
+            except sqlite3.IntegrityError:
+                # The one place a duplicate seq becomes a conflict: a writer that skipped the
+                # write lock won.
+                raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
+
+    @staticmethod
+    def _write(
+        conn: sqlite3.Connection,
+        session_id: str,
+        batch: EncodedBatch,
+        expected_seq: int | None,
+        key: str | None,
+        created_at: float,
+    ) -> int | PriorAppend:
+        if key is not None:
+            row = conn.execute(
+                "SELECT first_seq, last_seq, digest FROM append_keys "
+                "WHERE session_id = ? AND key = ?",
+                (session_id, key),
+            ).fetchone()
+            if row is not None:
+                return PriorAppend(*row)
+        last = _last_seq(conn, session_id)
+        if expected_seq is not None and expected_seq != last:
+            raise ConflictError(session_id, expected_seq, last)
+        events = batch.events
+        conn.executemany(
+            _INSERT_EVENT,
+            [(session_id, last + 1 + i, e.type, e.data, created_at) for i, e in enumerate(events)],
+        )
+        if key is not None and events:
+            conn.execute(
+                "INSERT INTO append_keys (session_id, key, first_seq, last_seq, digest) "
                 "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (session_id, last + 1 + i, e.type, e.data, created_at)
-                    for i, e in enumerate(batch)
-                ],
+                (session_id, key, last + 1, last + len(events), batch.digest),
             )
         return last + 1
 
-    def read(self, session_id: str, after: int = 0) -> list[Event]:
-        """The session's events with a seq above `after`, in seq order."""
-        check_session_id(session_id)
-        check_seq(after, "after")
+    def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
         with self._connection() as conn:
-            rows = conn.execute(
-                "SELECT seq, type, data, created_at FROM events "
-                "WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, after),
-            ).fetchall()
-        return [decode_event(session_id, *row) for row in rows]
+            rows = conn.execute(_READ, (session_id, after, -1 if limit is None else limit))
+            return [decode_event(session_id, *row) for row in rows]
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
@@ -158,8 +207,57 @@ class SQLiteStore(StoreBase):
         with self._connection() as conn:
             return _last_seq(conn, session_id)
 
+    def _search(
+        self, session_id: str, query: SearchQuery, seqs: list[int] | None, limit: int
+    ) -> list[SearchHit]:
+        match = f'sess : "{session_token(session_id)}" AND body : ({query.fts5()})'
+        params: list[object] = [match, session_id]
+        only = ""
+        if seqs is not None:
+            only = "AND d.seq IN (SELECT value FROM json_each(?))"
+            params.append("[" + ",".join(map(str, seqs)) + "]")
+        params.append(limit)
+        with self._connection() as conn:
+            _index_new_messages(conn, session_id)
+            try:
+                rows = conn.execute(_SEARCH.format(only=only), params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "fts5" not in str(exc):
+                    raise
+                # Words are quoted, so this cannot happen; if it ever does, it is about the query.
+                raise InvalidInputError(
+                    f"the search query {query.text!r} cannot be run: {exc}"
+                ) from None
+        return [
+            SearchHit(seq, score, decode_event(session_id, seq, type_, data, created_at))
+            for seq, score, type_, data, created_at in rows
+        ]
+
+    def _save_snapshot(self, session_id: str, seq: int, data: str) -> None:
+        with self._connection() as conn, _transaction(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots (session_id, seq, data) VALUES (?, ?, ?)",
+                (session_id, seq, data),
+            )
+            conn.execute(
+                "DELETE FROM snapshots WHERE session_id = ? AND seq < ?", (session_id, seq)
+            )
+
+    def _load_snapshot(self, session_id: str) -> tuple[int, str] | None:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT seq, data FROM snapshots WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        return (int(row[0]), str(row[1])) if row is not None else None
+
+    def _drop_snapshots(self, session_id: str) -> None:
+        with self._connection() as conn, _transaction(conn):
+            conn.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))
+
     def close(self) -> None:
-        """Close every connection; later calls raise `StoreClosedError`. Closing twice is fine."""
+        """Close every connection and end every subscription; later calls raise
+        `StoreClosedError`. Closing twice is fine."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
@@ -169,25 +267,10 @@ class SQLiteStore(StoreBase):
         if shared is not None:
             with self._shared_lock:
                 shared.close()
+        self._end_subscriptions()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
-
-    @contextmanager
-    def _write(
-        self, conn: sqlite3.Connection, session_id: str, expected_seq: int | None
-    ) -> Iterator[None]:
-        """One write transaction; the only place a duplicate seq becomes a `ConflictError`."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except sqlite3.IntegrityError:
-            _rollback(conn)
-            raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
-        except BaseException:
-            _rollback(conn)
-            raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -221,9 +304,10 @@ class SQLiteStore(StoreBase):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if path != MEMORY:
                 conn.execute("PRAGMA journal_mode = WAL")
+            # Set after the journal mode, and on every connection: SQLite keeps it per connection.
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise InvalidInputError(
@@ -231,33 +315,76 @@ class SQLiteStore(StoreBase):
             ) from None
         return conn
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        # BEGIN IMMEDIATE: two processes opening a new file at once migrate one after the other.
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            version = row[0] or 0
-            if version > len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"{self.path!r} has schema version {version}, newer than this ctxfold "
-                    f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction; BEGIN IMMEDIATE takes the write lock before anything is read."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        # SQLite ends some failed transactions by itself; a second ROLLBACK would hide the error.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _index_new_messages(conn: sqlite3.Connection, session_id: str) -> None:
+    """Bring the session's part of the search index up to its last seq.
+
+    The index follows the log at search time, not at append time: FTS5 writes a new segment
+    for every transaction that touches it, which would roughly double the pages each small
+    append commits. Catching up here writes the same postings in large batches, and is a
+    read-only check when nothing is new. Each batch is its own short write transaction, so a
+    first search of a long session never holds writers back for long."""
+    token = session_token(session_id)
+    while True:
+        done, last = conn.execute(
+            "SELECT (SELECT seq FROM search_progress WHERE session_id = ?), "
+            "(SELECT MAX(seq) FROM events WHERE session_id = ?)",
+            (session_id, session_id),
+        ).fetchone()
+        if (last or 0) <= (done or 0):
+            return
+        with _transaction(conn):
+            done = _first(
+                conn.execute(
+                    "SELECT seq FROM search_progress WHERE session_id = ?", (session_id,)
+                ).fetchone()
+            )
+            rows = conn.execute(
+                "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? "
+                "AND type = 'message' ORDER BY seq LIMIT ?",
+                (session_id, done, _INDEX_BATCH),
+            ).fetchall()
+            # A short batch reaches the end: everything up to the last seq is then indexed.
+            upto = rows[-1][0] if len(rows) == _INDEX_BATCH else _last_seq(conn, session_id)
+            texts = [(seq, text) for seq, data in rows if (text := stored_text(data))]
+            if texts:
+                # docid is an INTEGER PRIMARY KEY, which VACUUM never renumbers (the events
+                # table's own rowid it may), so the index keeps pointing at the right events.
+                first = _first(conn.execute("SELECT MAX(docid) FROM search_docs").fetchone()) + 1
+                conn.executemany(
+                    "INSERT INTO search_docs (docid, session_id, seq) VALUES (?, ?, ?)",
+                    [(first + i, session_id, seq) for i, (seq, _) in enumerate(texts)],
                 )
-            for number, statement in enumerate(MIGRATIONS[version:], start=version + 1):
-                conn.execute(statement)
-                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (number,))
-        except BaseException:
-            _rollback(conn)
-            raise
-        conn.execute("COMMIT")
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    # SQLite ends some failed transactions by itself; a second ROLLBACK would hide the real error.
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")
+                conn.executemany(
+                    "INSERT INTO search_index (rowid, sess, body) VALUES (?, ?, ?)",
+                    [(first + i, token, text) for i, (_, text) in enumerate(texts)],
+                )
+            conn.execute(
+                "INSERT OR REPLACE INTO search_progress (session_id, seq) VALUES (?, ?)",
+                (session_id, upto),
+            )
 
 
 def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
-    row = conn.execute("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
-    return int(row[0] or 0)
+    return _first(
+        conn.execute("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
+    )
+
+
+def _first(row: tuple[object, ...] | None) -> int:
+    value = row[0] if row is not None else None
+    return int(value) if isinstance(value, int) else 0

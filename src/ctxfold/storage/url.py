@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
@@ -24,7 +25,8 @@ def open_store(url: str) -> StoreBase:
       ``sqlite:///data/ctxfold.db`` is relative to the working directory and
       ``sqlite:////var/lib/ctxfold.db`` is absolute; ``sqlite:///:memory:`` is in memory;
     - ``postgresql://…`` or ``postgres://…``: a `PostgresStore`; a ``schema`` query parameter
-      names the schema and is not passed on to the server.
+      names the schema and is not passed on to the server; ``connect_timeout`` (seconds, libpq's
+      own parameter) sets how long to wait for the server (5 s when absent).
 
     >>> open_store("sqlite:///:memory:")
     SQLiteStore(':memory:')
@@ -40,7 +42,7 @@ def open_store(url: str) -> StoreBase:
     if scheme in ("postgresql", "postgres"):
         return _open_postgres(url)
     raise InvalidInputError(
-        f"cannot open a store from {_redacted(url)!r}; supported URLs: " + "; ".join(SUPPORTED)
+        f"cannot open a store from {redacted(url)!r}; supported URLs: " + "; ".join(SUPPORTED)
     )
 
 
@@ -62,21 +64,37 @@ def _open_postgres(url: str) -> StoreBase:
     schemas = [value for key, value in query if key == "schema"]
     if len(schemas) > 1 or (schemas and not schemas[0]):
         raise InvalidInputError(
-            f"{_redacted(url)!r}: give the schema query parameter once, with a name"
+            f"{redacted(url)!r}: give the schema query parameter once, with a name"
         )
     kept = urlencode([(key, value) for key, value in query if key != "schema"])
     server_url = urlunsplit(parts._replace(query=kept))
     return PostgresStore(server_url, schema=schemas[0] if schemas else None)
 
 
-def _redacted(url: str) -> str:
-    """`url` with any password replaced, so an error message never shows one."""
+def redacted(url: str) -> str:
+    """`url` with any password replaced by ``***``, so an error message never shows one.
+
+    Handles URLs (``postgresql://user:pw@host/db``, ``?password=pw``) and libpq ``key=value``
+    strings (``host=db password=pw``).
+
+    >>> redacted("postgresql://app:hunter2@db.internal:5432/agents?password=x")
+    'postgresql://app:***@db.internal:5432/agents?password=***'
+    >>> redacted("host=db.internal password='a b' dbname=agents")
+    'host=db.internal password=*** dbname=agents'
+    """
+    if "://" not in url:
+        return _CONNINFO_PASSWORD.sub(r"\1***", url)
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
-        return url
-    if not password:
-        return url
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+        return _URL_PASSWORD.sub(r"\1***", url)
+    if password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
+    query = _URL_PASSWORD.sub(r"\1***", parts.query)
+    return urlunsplit(parts._replace(query=query))
+
+
+# A libpq keyword value is a word or a single-quoted string with backslash escapes.
+_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S+)")
+_URL_PASSWORD = re.compile(r"((?:^|[?&])password=)[^&#]*")

@@ -1,24 +1,34 @@
-"""What every SDK-backed summarizer shares: the bound on its input, the drivers, reading answers.
+"""What every LLM summarizer shares: the bound on its input, redaction, the sends, the clients.
 
-A subclass supplies only the two sends (`_send`, `_asend`): one API call for one request, with
-the request built and the response read by pure functions of its own module. Everything else,
-splitting a stretch into pieces, combining them, summing usage, declining on an empty or echoed
-answer, is here and in `chunking`, once for both sync and async callers.
+A provider module supplies only what differs between APIs, as small declarations and pure
+functions: the request's shape (`_params`), how a response reads (`_read`) and which SDK
+function a call goes to (`_create`, or `_endpoint` for a client-less library). Everything else is
+here and in `chunking`, once for sync and async callers: splitting a stretch into pieces and
+combining them, redacting what is sent, turning SDK failures into `SummarizerError`, summing
+usage, declining on an empty or echoed answer, and making and closing SDK clients.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import Any
+import enum
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, TypeVar
 
-from ctxfold.errors import ConfigurationError, SummarizerError
+from ctxfold.errors import ConfigurationError, MissingDependencyError, SummarizerError
 from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import is_echo
 from ctxfold.summarizers.chunking import Bound, adrive, bounded, drive
+from ctxfold.summarizers.redact import Redactor, redact_secrets
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.catalog import lookup
 from ctxfold.tokens.heuristic import HeuristicCounter
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_WINDOW = 32_000
 """Window assumed for a summarizer model the catalog does not know, in tokens (deliberately
@@ -28,17 +38,49 @@ DEFAULT_MAX_OUTPUT = 2_048
 """Default cap on each call's answer, in tokens."""
 
 
+class _Unset(enum.Enum):
+    UNSET = "unset"
+
+
+UNSET = _Unset.UNSET
+"""Stands for "the provider's default" where None already means something (no temperature)."""
+
+
+class LLMOptions(TypedDict, total=False):
+    """The keyword arguments every LLM summarizer takes (see `LLMSummarizer`)."""
+
+    window: int | None
+    max_output_tokens: int
+    temperature: float | _Unset | None
+    counter: TokenCounter | None
+    redact: Redactor | None
+
+
 class LLMSummarizer(abc.ABC):
     """A summarizer that calls a chat model, keeping each call inside the model's window.
 
-    Call it (sync) or `await summarizer.acall(request)` (async). The result is a
-    `SummaryResult` with the model, the tokens read and written (summed over all calls) and the
-    number of calls. An empty or echoed answer is a decline (text None, with a note); an API
-    failure left after the SDK's own retries raises `SummarizerError` with the SDK error chained.
+    - `model`: the model name; its window (tokens) comes from ctxfold's catalog unless `window`
+      is given.
+    - `max_output_tokens`: cap on each answer, in tokens (default 2,048).
+    - `temperature`: the provider's default unless given (`default_temperature`); None leaves it
+      out of the request (some reasoning models refuse it).
+    - `counter`: counts the prompt to keep it inside the window (default: the heuristic).
+    - `redact`: applied to everything sent that comes from the history (each message's content
+      and tool-call arguments, and the record built from them) before it leaves the process;
+      `redact_secrets` by default, so API keys, passwords and tokens in the history never reach
+      the summarizer's provider (`secrets-not-sent`). None sends the history as it is.
+
+    Call it (sync) or `await summarizer.acall(request)` (async). The result is a `SummaryResult`
+    with the model, the tokens read and written (summed over all calls) and the number of
+    calls. An empty or echoed answer is a decline (text None, with a note); an API failure left
+    after the SDK's own retries raises `SummarizerError` with the SDK error chained.
     """
 
-    provider = "LLM"
-    prefix = "llm"
+    provider: ClassVar[str] = "LLM"
+    """How error messages name the provider."""
+    prefix: ClassVar[str] = "llm"
+    """The provider part of `name`, as in the CLI's ``provider:MODEL``."""
+    default_temperature: ClassVar[float | None] = 0
 
     def __init__(
         self,
@@ -46,7 +88,9 @@ class LLMSummarizer(abc.ABC):
         *,
         window: int | None = None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT,
+        temperature: float | _Unset | None = UNSET,
         counter: TokenCounter | None = None,
+        redact: Redactor | None = redact_secrets,
     ) -> None:
         if not model:
             raise ConfigurationError("a summarizer needs a model name")
@@ -62,7 +106,9 @@ class LLMSummarizer(abc.ABC):
         """How reports name this summarizer, in the CLI's ``provider:MODEL`` form."""
         self.max_output_tokens = max_output_tokens
         self.window = window if window is not None else model_window(model)
+        self.temperature = self.default_temperature if temperature is UNSET else temperature
         self.counter: TokenCounter = counter or HeuristicCounter()
+        self.redact = redact
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, window={self.window})"
@@ -75,57 +121,137 @@ class LLMSummarizer(abc.ABC):
         """How large one call for `request` may be."""
         return Bound(self.window, self.answer_tokens(request), self.counter)
 
+    def outgoing(self, request: SummaryRequest) -> SummaryRequest:
+        """`request` as this summarizer may send it: with `redact` applied to every message's
+        content and tool-call arguments and to the record. Pieces and combining requests are
+        built from these messages, so nothing unredacted is sent later either."""
+        redact = self.redact
+        if redact is None:
+            return request
+        messages = tuple(
+            message.replace(
+                content=redact(message.content) if message.content else message.content,
+                tool_calls=tuple(
+                    replace(call, arguments=redact(call.arguments)) for call in message.tool_calls
+                ),
+            )
+            for message in request.messages
+        )
+        return replace(request, messages=messages, record=redact(request.record))
+
     def __call__(self, request: SummaryRequest) -> SummaryResult:
-        return drive(bounded(request, self.bound(request)), self._send)
+        return drive(bounded(self.outgoing(request), self.bound(request)), self._send)
 
     async def acall(self, request: SummaryRequest) -> SummaryResult:
         """The async form of calling the summarizer, on the SDK's async client."""
-        return await adrive(bounded(request, self.bound(request)), self._asend)
+        return await adrive(bounded(self.outgoing(request), self.bound(request)), self._asend)
 
-    @abc.abstractmethod
     def _send(self, request: SummaryRequest) -> SummaryResult:
-        """Send one request on the sync client."""
+        """One API call for one request that fits, on the sync side."""
+        with self._failures():
+            response = self._endpoint(asynchronous=False)(**self._request_params(request))
+        return self._read(response, request)
+
+    async def _asend(self, request: SummaryRequest) -> SummaryResult:
+        """One API call for one request that fits, on the async side."""
+        with self._failures():
+            response = await self._endpoint(asynchronous=True)(**self._request_params(request))
+        return self._read(response, request)
+
+    def _request_params(self, request: SummaryRequest) -> dict[str, Any]:
+        return self._params(request, max_tokens=self.answer_tokens(request))
+
+    @contextmanager
+    def _failures(self) -> Iterator[None]:
+        try:
+            yield
+        except self._api_errors() as exc:
+            raise SummarizerError(
+                f"{self.provider} summarizer {self.model!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
 
     @abc.abstractmethod
-    async def _asend(self, request: SummaryRequest) -> SummaryResult:
-        """Send one request on the async client."""
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        """What the library raises for a failed call (after its own retries)."""
 
-    def failure(self, exc: BaseException) -> SummarizerError:
-        """The error to raise (from `exc`) when the API call failed after the SDK's retries."""
-        return SummarizerError(
-            f"{self.provider} summarizer {self.model!r} failed: {type(exc).__name__}: {exc}"
-        )
+    @abc.abstractmethod
+    def _endpoint(self, *, asynchronous: bool) -> Callable[..., Any]:
+        """The function one call goes to (a coroutine function when `asynchronous`)."""
+
+    @abc.abstractmethod
+    def _params(self, request: SummaryRequest, *, max_tokens: int) -> dict[str, Any]:
+        """The keyword arguments of one call for `request`."""
+
+    @abc.abstractmethod
+    def _read(self, response: Any, request: SummaryRequest) -> SummaryResult:
+        """One response as a `SummaryResult` (see `read_answer`)."""
 
 
-class SDKSummarizer(LLMSummarizer):
+ClientT = TypeVar("ClientT")
+AsyncClientT = TypeVar("AsyncClientT")
+
+
+class SDKSummarizer(LLMSummarizer, Generic[ClientT, AsyncClientT]):
     """An `LLMSummarizer` on a provider SDK with a sync and an async client.
 
-    Either client may be given; the missing one is made on first use as the twin of the other
-    (same key, base URL, timeout and retries), or from the SDK's own environment variables when
-    neither is. `timeout` (seconds) and `max_retries`, when not None, apply to every call.
+    - `client` / `async_client`: the SDK's sync / async client. Either may be given; the missing
+      one is made on first use as the twin of the other (same key, base URL, timeout and
+      retries), or from the SDK's own environment variables when neither is.
+    - `timeout` (seconds) and `max_retries`: applied to every call when given; None keeps the
+      client's own.
+    - every keyword of `LLMSummarizer` (`window`, `max_output_tokens`, `temperature`, `counter`,
+      `redact`).
+
+    A provider declares its SDK (`sdk`, `extra`), its client classes (`client_classes`), the
+    client settings a twin copies (`twin_settings`) and which client method a call goes to
+    (`_create`).
     """
+
+    sdk: ClassVar[str]
+    """The SDK's module name, imported when a summarizer is made."""
+    extra: ClassVar[str]
+    """The ctxfold extra that installs the SDK."""
+    client_classes: ClassVar[tuple[str, str]]
+    """The SDK's sync and async client class names."""
+    twin_settings: ClassVar[tuple[str, ...]]
+    """The client attributes a twin client is made with."""
 
     def __init__(
         self,
         model: str,
-        client: Any,
-        async_client: Any,
+        client: ClientT | None = None,
         *,
-        timeout: float | None,
-        max_retries: int | None,
-        window: int | None,
-        max_output_tokens: int,
-        counter: TokenCounter | None,
+        async_client: AsyncClientT | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        **options: Unpack[LLMOptions],
     ) -> None:
-        super().__init__(model, window=window, max_output_tokens=max_output_tokens, counter=counter)
-        self.client = client
-        self.async_client = async_client
+        self._sdk = import_extra(self.sdk, type(self).__name__, self.extra)
+        super().__init__(model, **options)
+        self.client: ClientT | None = client
+        self.async_client: AsyncClientT | None = async_client
         self.timeout = timeout
         self.max_retries = max_retries
         self._owned: list[Any] = []
 
+    @abc.abstractmethod
+    def _create(self, client: Any) -> Callable[..., Any]:
+        """The client method one call goes to, e.g. ``client.chat.completions.create``."""
+
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._sdk.APIError,)
+
+    def _endpoint(self, *, asynchronous: bool) -> Callable[..., Any]:
+        client = self.async_client_for_call() if asynchronous else self.sync_client()
+        return self._create(client)
+
     def _new_client(self, asynchronous: bool, twin: Any) -> Any:
         """A new SDK client (async or not) with the settings of `twin` (None: the defaults)."""
+        make = getattr(self._sdk, self.client_classes[asynchronous])
+        settings = (
+            {} if twin is None else {name: getattr(twin, name) for name in self.twin_settings}
+        )
+        return make(**settings)
 
     def _with_options(self, client: Any) -> Any:
         options: dict[str, Any] = {}
@@ -152,18 +278,28 @@ class SDKSummarizer(LLMSummarizer):
     def close(self) -> None:
         """Close the sync client this summarizer made itself (clients passed in are the
         caller's to close)."""
-        if self.client is not None and self.client in self._owned:
-            self._owned.remove(self.client)
-            self.client.close()
+        client: Any = self.client
+        if client is not None and client in self._owned:
+            self._owned.remove(client)
+            client.close()
             self.client = None
 
     async def aclose(self) -> None:
         """Close the clients this summarizer made itself, async and sync."""
-        if self.async_client is not None and self.async_client in self._owned:
-            self._owned.remove(self.async_client)
-            await self.async_client.close()
+        client: Any = self.async_client
+        if client is not None and client in self._owned:
+            self._owned.remove(client)
+            await client.close()
             self.async_client = None
         self.close()
+
+
+def import_extra(module: str, what: str, extra: str) -> Any:
+    """Import an optional dependency, or raise `MissingDependencyError` with the pip command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(what, module, extra) from exc
 
 
 def model_window(model: str) -> int:
@@ -175,26 +311,33 @@ def model_window(model: str) -> int:
 def read_answer(
     text: str | None,
     request: SummaryRequest,
+    response: Any,
     *,
-    model: str | None,
-    input_tokens: int,
-    output_tokens: int,
-    notes: Sequence[str] = (),
+    model: str,
+    usage: tuple[str, str],
+    cut_off: bool,
 ) -> SummaryResult:
     """A model's answer as a `SummaryResult`: a decline (text None) when it is empty or when it
-    merely repeats the prompt, with a note saying which."""
-    found = list(notes)
+    merely repeats the prompt, with a note saying which.
+
+    `response` gives the model that answered and the usage, read from its ``usage`` attribute
+    under the provider's names for input and output tokens (`usage`); `cut_off` says the
+    answer stopped at the output limit. `model` is the one asked, used when the response does
+    not say.
+    """
+    notes = ["the answer was cut off at the output token limit"] if cut_off else []
     if not (text and text.strip()):
-        found.append("the model answered with no text")
+        notes.append("the model answered with no text")
         text = None
     elif is_echo(text, request):
-        found.append("the model echoed the prompt instead of summarizing; declined")
+        notes.append("the model echoed the prompt instead of summarizing; declined")
         text = None
+    counts = getattr(response, "usage", None)
     return SummaryResult(
         text=text,
-        model=model,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
+        model=getattr(response, "model", None) or model,
+        input_tokens=int(getattr(counts, usage[0], 0) or 0),
+        output_tokens=int(getattr(counts, usage[1], 0) or 0),
         calls=1,
-        notes=tuple(found),
+        notes=tuple(notes),
     )

@@ -8,15 +8,14 @@ user message holding the stretch as a fenced record to read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import MissingDependencyError
-from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._llm import DEFAULT_MAX_OUTPUT, SDKSummarizer, read_answer
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers._llm import SDKSummarizer, read_answer
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 if TYPE_CHECKING:
-    import anthropic
+    import anthropic  # noqa: F401 - names the client types in the quoted base class
 
 
 def messages_params(
@@ -39,111 +38,37 @@ def read_message(response: Any, request: SummaryRequest, model: str) -> SummaryR
     blocks are not part of the summary)."""
     blocks = getattr(response, "content", None) or []
     text = "".join(block.text for block in blocks if getattr(block, "type", None) == "text")
-    notes = []
-    if getattr(response, "stop_reason", None) == "max_tokens":
-        notes.append("the answer was cut off at the output token limit")
-    usage = getattr(response, "usage", None)
-    return read_answer(
-        text,
-        request,
-        model=getattr(response, "model", None) or model,
-        input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-        notes=notes,
-    )
+    cut_off = getattr(response, "stop_reason", None) == "max_tokens"
+    usage = ("input_tokens", "output_tokens")
+    return read_answer(text, request, response, model=model, usage=usage, cut_off=cut_off)
 
 
-def _import_anthropic() -> Any:
-    try:
-        import anthropic
-    except ImportError as exc:
-        raise MissingDependencyError("AnthropicSummarizer", "anthropic", "anthropic") from exc
-    return anthropic
-
-
-class AnthropicSummarizer(SDKSummarizer):
+class AnthropicSummarizer(SDKSummarizer["anthropic.Anthropic", "anthropic.AsyncAnthropic"]):
     """Summarizes with a Claude model through the official `anthropic` SDK.
 
-    - `model`: the model name, e.g. ``"claude-haiku-4-5"``; its window comes from the catalog
-      unless `window` (tokens) is given.
-    - `client` / `async_client`: an `anthropic.Anthropic` / `anthropic.AsyncAnthropic`. When
-      only one is given, the other is made with the same key, base URL, timeout and retries;
-      when neither is, the SDK reads its environment variables.
-    - `max_output_tokens`: cap on each answer, in tokens (default 2,048); the Messages API
-      requires one.
-    - `timeout` (seconds) and `max_retries`: applied to every call when given; None keeps the
-      client's own.
-    - `temperature`: None (the API's default) unless given.
-    - `counter`: counts the prompt to keep it inside the window (default: the heuristic).
+    `model` is a model name such as ``"claude-haiku-4-5"``; `client` / `async_client` are an
+    `anthropic.Anthropic` / `anthropic.AsyncAnthropic` (the SDK reads ANTHROPIC_API_KEY and
+    ANTHROPIC_BASE_URL when neither is given). `temperature` is left to the API unless given.
+    The Messages API requires an answer limit: `max_output_tokens`, 2,048 by default. The other
+    keywords (`window`, `timeout`, `max_retries`, `counter`, `redact`) are `SDKSummarizer`'s;
+    `redact` scrubs secrets from what is sent by default.
     """
 
     provider = "Anthropic"
     prefix = "anthropic"
+    default_temperature = None
+    sdk = "anthropic"
+    extra = "anthropic"
+    client_classes = ("Anthropic", "AsyncAnthropic")
+    twin_settings = ("api_key", "auth_token", "base_url", "timeout", "max_retries")
 
-    def __init__(
-        self,
-        model: str,
-        client: anthropic.Anthropic | None = None,
-        *,
-        async_client: anthropic.AsyncAnthropic | None = None,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        window: int | None = None,
-        temperature: float | None = None,
-        counter: TokenCounter | None = None,
-    ) -> None:
-        self._sdk = _import_anthropic()
-        super().__init__(
-            model,
-            client,
-            async_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            window=window,
-            max_output_tokens=max_output_tokens,
-            counter=counter,
-        )
-        self.temperature = temperature
+    def _create(self, client: Any) -> Callable[..., Any]:
+        return client.messages.create  # type: ignore[no-any-return]
 
-    def _new_client(self, asynchronous: bool, twin: Any) -> Any:
-        make = self._sdk.AsyncAnthropic if asynchronous else self._sdk.Anthropic
-        return make(**_settings_of(twin))
-
-    def _params(self, request: SummaryRequest) -> dict[str, Any]:
+    def _params(self, request: SummaryRequest, *, max_tokens: int) -> dict[str, Any]:
         return messages_params(
-            self.model,
-            request,
-            max_tokens=self.answer_tokens(request),
-            temperature=self.temperature,
+            self.model, request, max_tokens=max_tokens, temperature=self.temperature
         )
 
-    def _send(self, request: SummaryRequest) -> SummaryResult:
-        client = self.sync_client()
-        try:
-            response = client.messages.create(**self._params(request))
-        except self._sdk.APIError as exc:
-            raise self.failure(exc) from exc
+    def _read(self, response: Any, request: SummaryRequest) -> SummaryResult:
         return read_message(response, request, self.model)
-
-    async def _asend(self, request: SummaryRequest) -> SummaryResult:
-        client = self.async_client_for_call()
-        try:
-            response = await client.messages.create(**self._params(request))
-        except self._sdk.APIError as exc:
-            raise self.failure(exc) from exc
-        return read_message(response, request, self.model)
-
-
-def _settings_of(client: Any) -> dict[str, Any]:
-    """The connection settings of one client, to build its sync or async twin (none: the SDK's
-    defaults and environment variables apply)."""
-    if client is None:
-        return {}
-    return {
-        "api_key": client.api_key,
-        "auth_token": client.auth_token,
-        "base_url": client.base_url,
-        "timeout": client.timeout,
-        "max_retries": client.max_retries,
-    }

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxfold.errors import ConfigurationError, SummarizerError
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.record import render_record
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 _WORD = re.compile(r"\w+")
 SHINGLE = 6

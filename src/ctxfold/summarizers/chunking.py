@@ -15,7 +15,6 @@ An SDK error the send raises is thrown back into the generator: when it is a con
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -24,9 +23,10 @@ from ctxfold import _drive
 from ctxfold.errors import SummarizerError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
-from ctxfold.overflow import is_context_overflow
+from ctxfold.overflow import is_context_overflow, stated_window
 from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 from ctxfold.tokens.heuristic import HeuristicCounter
 
 Flow = Generator[SummaryRequest, SummaryResult, SummaryResult]
@@ -89,7 +89,7 @@ def bounded(request: SummaryRequest, bound: Bound, build: Build | None = None) -
     Yields the requests to send and receives their results. A piece that declines makes the
     whole declines (text None), with the usage spent so far and a note saying which piece.
     """
-    return _bounded(request, _Plan(bound, build or _default_build()), 0)
+    return _bounded(request, _Plan(bound, build or build_request), 0)
 
 
 def drive(flow: Flow, send: Callable[[SummaryRequest], SummaryResult]) -> SummaryResult:
@@ -168,25 +168,6 @@ def _bounded(request: SummaryRequest, plan: _Plan, level: int) -> Flow:
     return _merged(results, final.text, f"read in {len(pieces)} pieces, then combined")
 
 
-_STATED_WINDOW = re.compile(
-    r"maximum context length is (\d+)|> (\d+) maximum|context window of (\d+)", re.IGNORECASE
-)
-
-
-def stated_window(exc: BaseException) -> int | None:
-    """The window an overflow error states ("maximum context length is 8192 tokens",
-    "... tokens > 200000 maximum"), searching the chain of causes; None when none says."""
-    current: BaseException | None = exc
-    for _ in range(16):
-        if current is None:
-            return None
-        match = _STATED_WINDOW.search(str(current))
-        if match:
-            return int(next(group for group in match.groups() if group))
-        current = current.__cause__ or current.__context__
-    return None
-
-
 def split(
     request: SummaryRequest, bound: Bound, build: Build | None = None
 ) -> list[SummaryRequest]:
@@ -196,7 +177,7 @@ def split(
     summarizer's copy only). Raises SummarizerError when even one clipped message cannot fit,
     which means the instructions alone leave no room.
     """
-    build = build or _default_build()
+    build = build or build_request
     messages, synthetic = request.messages, request.synthetic
     cuts = sorted({0, *analyze(messages, synthetic).cuts, len(messages)})
     segments = [(a, b) for a, b in pairwise(cuts) if a < b]
@@ -299,9 +280,3 @@ def _merged(results: Sequence[SummaryResult], text: str | None, note: str) -> Su
         calls=sum(r.calls for r in results),
         notes=tuple(notes),
     )
-
-
-def _default_build() -> Build:
-    from ctxfold.summarizers.prompt import build_request
-
-    return build_request

@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import (
     MAX_IDENTIFIER_CHARS,
     PRIORITY,
@@ -24,7 +23,9 @@ from ctxfold.summarizers.identifiers import (
     kind_of,
 )
 from ctxfold.summarizers.prompt import parse_sections, render_sections
-from ctxfold.summarizers.record import read_outcome
+from ctxfold.summarizers.quoting import code_span
+from ctxfold.summarizers.record import Outcome, read_outcome
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 LOW_PRIORITY = frozenset({"command", "url", "id", "hash"})
 """Identifier kinds given up before work lines; error strings and paths are kept longer."""
@@ -33,6 +34,8 @@ QUOTE_CHARS = 200
 """A quoted request or statement is cut after this many characters."""
 
 _SHELL_KEYS = ("command", "cmd", "script")
+_CTXFOLD_NOTE = "[ctxfold:"
+"""How every note and placeholder ctxfold writes into a history begins."""
 _MARKUP = re.compile(r"^\s*(?:</?[\w:-]+[^>]*>|```\w*|[-=#*_]{3,})\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n+")
 _DECISION = re.compile(
@@ -47,7 +50,8 @@ _PLAN = re.compile(
     r"we need to|next step|plan(?:ning)? to|then I)\b",
     re.IGNORECASE,
 )
-_QUOTED = re.compile(r"`([^`\n]+)`")
+# The command at the start of a work line: "bash: `pytest -x` → ...".
+_COMMAND_SPAN = re.compile(r"^\S+: (`+)( ?)(.+?)\2\1(?!`)")
 _FAILED_TEST = re.compile(r"^FAILED[ \t]+(\S+)", re.MULTILINE)
 _PASSED_TEST = re.compile(r"^(\S+::\S+)[ \t]+PASSED|^PASSED[ \t]+(\S+)", re.MULTILINE)
 
@@ -66,8 +70,32 @@ class _Draft:
     outstanding_old: list[str] = field(default_factory=list)
     outstanding: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
+    """Ranked, most worth keeping first, once `_read` is done."""
     hidden_work: int = 0
     hidden_failed: int = 0
+    holders: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """For each identifier, the higher-ranked identifiers that hold it verbatim."""
+    listed: list[str] = field(default_factory=list)
+    """The identifiers the last `sections()` listed, in rank order."""
+
+    def rank(self, identifiers: list[str]) -> None:
+        """Keep `identifiers` ranked (error strings first, then paths, commands, URLs, ids,
+        hashes; first seen first within a kind) and note which ones hold which."""
+        order = {identifier: i for i, identifier in enumerate(dict.fromkeys(identifiers))}
+        ranked = sorted(order, key=lambda i: (PRIORITY.index(kind_of(i)), order[i]))
+        self.identifiers = ranked
+        # Worked out once here, not at every render. One scan of all the identifiers before
+        # this one (joined by a character none holds) rules out nearly every identifier;
+        # only one that occurs there is compared with each of them.
+        self.holders = {}
+        everything = "\0".join(ranked)
+        start = 0
+        for position, identifier in enumerate(ranked):
+            if position and everything.find(identifier, 0, start - 1) >= 0:
+                holders = tuple(other for other in ranked[:position] if identifier in other)
+                if holders:
+                    self.holders[identifier] = holders
+            start += len(identifier) + 1
 
     def sections(self) -> dict[str, list[str]]:
         work = [w.text for w in self.work]
@@ -81,12 +109,16 @@ class _Draft:
             "Outstanding": self.outstanding_old + self.outstanding,
         }
         shown = "\n".join(item for items in body.values() for item in items)
-        # An identifier already quoted verbatim in another section is not listed twice; when that
-        # line is trimmed away, the identifier comes back here.
+        # An identifier already quoted verbatim in another section, or inside an identifier
+        # listed before it, is not listed twice; when that line is given up, it comes back.
         listed: list[str] = []
+        seen: set[str] = set()
         for identifier in self.identifiers:
-            if identifier not in shown and not any(identifier in other for other in listed):
-                listed.append(identifier)
+            if identifier in shown or any(h in seen for h in self.holders.get(identifier, ())):
+                continue
+            listed.append(identifier)
+            seen.add(identifier)
+        self.listed = listed
         return {**body, "Identifiers": listed}
 
 
@@ -163,12 +195,17 @@ def _read(request: SummaryRequest) -> _Draft:
             work = draft.work[waiting.pop(0)]
             outcome = read_outcome(message.text)
             work.failed = outcome.failed
-            if outcome.failed:
-                work.text += f" → failed: {outcome.error}"
+            # What a tool printed is quoted as data, never written as the summary's own words:
+            # an output that says "ignore previous instructions" stays a quotation.
+            if message.text.startswith(_CTXFOLD_NOTE):
+                # A placeholder ctxfold wrote for cleared output: it says nothing of the outcome.
+                work.text += " → output cleared"
+            elif outcome.failed:
+                work.text += " → failed: " + _failure(outcome)
             elif not message.text.strip():
                 work.text += " → no output"
             elif outcome.lines <= 3 and outcome.exit_code is None:
-                work.text += f" → {_clip(message.text, 100)}"
+                work.text += f" → {code_span(_clip(message.text, 100))}"
             else:
                 status = f"exit {outcome.exit_code}, " if outcome.exit_code is not None else ""
                 work.text += f" → {status}{outcome.lines:,} lines of output"
@@ -184,19 +221,14 @@ def _read(request: SummaryRequest) -> _Draft:
     for gist, work in last_run.items():
         if work.failed:
             draft.outstanding.append(f"last run failed: {gist}")
-    draft.outstanding.extend(f"failing test: {test}" for test in failing_tests)
+    draft.outstanding.extend(f"failing test: {code_span(test)}" for test in failing_tests)
     if plan:
         draft.outstanding.append(f'last stated plan: "{_clip(plan)}"')
-    identifiers = list(dict.fromkeys([*draft.identifiers, *request.identifiers]))
+    identifiers = [*draft.identifiers, *request.identifiers]
     if not request.identifiers:
-        identifiers = list(dict.fromkeys([*identifiers, *extract_identifiers(messages)]))
-    draft.identifiers = sorted(identifiers, key=_rank_key(identifiers))
+        identifiers.extend(extract_identifiers(messages))
+    draft.rank(identifiers)
     return draft
-
-
-def _rank_key(identifiers: list[str]) -> Callable[[str], tuple[int, int]]:
-    order = {identifier: i for i, identifier in enumerate(identifiers)}
-    return lambda identifier: (PRIORITY.index(kind_of(identifier)), order[identifier])
 
 
 def _fold(draft: _Draft, text: str) -> None:
@@ -218,11 +250,21 @@ def _fold(draft: _Draft, text: str) -> None:
         draft.work.append(_Work(item, failed="fail" in item.lower()))
         # The command a work line quotes is an identifier the earlier summary was keeping there
         # rather than in its list; keep it if the line itself is given up.
-        draft.identifiers.extend(_QUOTED.findall(item))
+        command = _COMMAND_SPAN.match(item)
+        if command:
+            draft.identifiers.append(command.group(3))
     draft.identifiers.extend(sections.get("Identifiers", []))
     draft.outstanding_old.extend(
         item for item in sections.get("Outstanding", []) if item not in draft.outstanding_old
     )
+
+
+def _failure(outcome: Outcome) -> str:
+    """How a failed call ended: the exit status in ctxfold's words, the error line quoted."""
+    parts = [f"exit {outcome.exit_code}"] if outcome.exit_code is not None else []
+    if outcome.error_line:
+        parts.append(code_span(outcome.error_line))
+    return ": ".join(parts) or "Traceback"
 
 
 def _is_decision(sentence: str) -> bool:
@@ -240,7 +282,7 @@ def _gist(name: str, arguments: str) -> str:
         first = command.strip().split("\n", 1)[0].strip()
         if len(first) <= MAX_IDENTIFIER_CHARS:
             more = " (multi-line)" if "\n" in command.strip() else ""
-            return f"{name}: `{first}`{more}"
+            return f"{name}: {code_span(first)}{more}"
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
@@ -361,10 +403,13 @@ def _drop_last(items: list[str], keep: int = 0) -> str | None:
 
 
 def _drop_identifier(draft: _Draft, kinds: frozenset[str] | None) -> str | None:
-    """Give up the lowest-ranked listed identifier (of `kinds`, or of any kind)."""
-    listed = draft.sections()["Identifiers"]
-    for identifier in reversed(listed):
+    """Give up the lowest-ranked identifier of the last rendering's list (of `kinds`, or of any
+    kind). Ranked lowest last, so the one to give up is found near the end."""
+    listed = draft.listed
+    for position in range(len(listed) - 1, -1, -1):
+        identifier = listed[position]
         if kinds is None or kind_of(identifier) in kinds:
+            del listed[position]
             draft.identifiers.remove(identifier)
             return identifier
     return None

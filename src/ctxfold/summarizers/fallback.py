@@ -14,9 +14,9 @@ from typing import Any
 
 from ctxfold._drive import adrive, drive
 from ctxfold.errors import SummarizerError
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
 from ctxfold.summarizers.base import NormalizedSummarizer, as_summarizer, is_decline, is_echo
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 @dataclass(frozen=True)

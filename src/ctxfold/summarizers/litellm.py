@@ -8,21 +8,12 @@ prompt and the reading of the answer are the OpenAI summarizer's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ctxfold.errors import MissingDependencyError
-from ctxfold.protocols import TokenCounter
-from ctxfold.summarizers._llm import DEFAULT_MAX_OUTPUT, LLMSummarizer
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers._llm import LLMOptions, LLMSummarizer, import_extra
 from ctxfold.summarizers.openai import chat_params, read_chat_completion
-
-
-def _import_litellm() -> Any:
-    try:
-        import litellm
-    except ImportError as exc:
-        raise MissingDependencyError("LiteLLMSummarizer", "litellm", "litellm") from exc
-    return litellm
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
 class LiteLLMSummarizer(LLMSummarizer):
@@ -30,7 +21,8 @@ class LiteLLMSummarizer(LLMSummarizer):
 
     - `model`: a LiteLLM model name, e.g. ``"gemini/gemini-2.0-flash"`` or
       ``"ollama/llama3.1"``; its window comes from ctxfold's catalog unless `window` is given.
-    - `max_output_tokens`, `window`, `temperature`, `counter`: as for `OpenAISummarizer`.
+    - `max_output_tokens`, `window`, `temperature`, `counter`, `redact`: as for
+      `OpenAISummarizer` (redaction is on by default).
     - any other keyword (``api_base``, ``timeout``, ``num_retries``, ...) goes to every
       LiteLLM call unchanged.
 
@@ -41,42 +33,25 @@ class LiteLLMSummarizer(LLMSummarizer):
     provider = "LiteLLM"
     prefix = "litellm"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT,
-        window: int | None = None,
-        temperature: float | None = 0,
-        counter: TokenCounter | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._litellm = _import_litellm()
-        super().__init__(model, window=window, max_output_tokens=max_output_tokens, counter=counter)
-        self.temperature = temperature
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        self._litellm = import_extra("litellm", "LiteLLMSummarizer", "litellm")
+        options = {key: kwargs.pop(key) for key in LLMOptions.__optional_keys__ if key in kwargs}
+        super().__init__(model, **options)
         self.kwargs = kwargs
 
-    def _params(self, request: SummaryRequest) -> dict[str, Any]:
+    def _api_errors(self) -> tuple[type[BaseException], ...]:
+        return (Exception,)  # LiteLLM's errors share no base class of their own
+
+    def _endpoint(self, *, asynchronous: bool) -> Callable[..., Any]:
+        return self._litellm.acompletion if asynchronous else self._litellm.completion  # type: ignore[no-any-return]
+
+    def _params(self, request: SummaryRequest, *, max_tokens: int) -> dict[str, Any]:
         params = chat_params(
-            self.model,
-            request,
-            max_tokens=self.answer_tokens(request),
-            temperature=self.temperature,
+            self.model, request, max_tokens=max_tokens, temperature=self.temperature
         )
         # LiteLLM translates `max_tokens` for every provider; the newer OpenAI name it may not.
         params["max_tokens"] = params.pop("max_completion_tokens")
         return {**params, **self.kwargs}
 
-    def _send(self, request: SummaryRequest) -> SummaryResult:
-        try:
-            response = self._litellm.completion(**self._params(request))
-        except Exception as exc:  # LiteLLM's errors share no base class of their own
-            raise self.failure(exc) from exc
-        return read_chat_completion(response, request, self.model)
-
-    async def _asend(self, request: SummaryRequest) -> SummaryResult:
-        try:
-            response = await self._litellm.acompletion(**self._params(request))
-        except Exception as exc:  # LiteLLM's errors share no base class of their own
-            raise self.failure(exc) from exc
+    def _read(self, response: Any, request: SummaryRequest) -> SummaryResult:
         return read_chat_completion(response, request, self.model)

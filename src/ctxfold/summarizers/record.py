@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxfold.messages import Message
 from ctxfold.summarizers.identifiers import error_lines
+from ctxfold.summarizers.quoting import escape_controls
 
 MAX_CHARS_PER_MESSAGE = 4000
 """Default: a message or argument longer than this many characters is clipped in the record."""
@@ -36,12 +37,15 @@ class Outcome:
     - `exit_code`: the exit status the output reports, if any;
     - `error`: why it looks failed (``"exit 1: TypeError: ..."``, an error line, or
       ``"Traceback"``), None when it does not;
-    - `lines`: how many non-empty lines of output there are.
+    - `lines`: how many non-empty lines of output there are;
+    - `error_line`: the error line of the output that `error` quotes, if any (text the tool
+      printed, as opposed to ctxfold's reading of it).
     """
 
     exit_code: int | None
     error: str | None
     lines: int
+    error_line: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -60,11 +64,10 @@ def read_outcome(output: str) -> Outcome:
     errors = error_lines(output)
     first = errors[-1] if errors and _TRACEBACK in output else (errors[0] if errors else None)
     if exit_code is not None and exit_code != 0:
-        return Outcome(
-            exit_code, f"exit {exit_code}: {first}" if first else f"exit {exit_code}", lines
-        )
+        error = f"exit {exit_code}: {first}" if first else f"exit {exit_code}"
+        return Outcome(exit_code, error, lines, first)
     if exit_code is None and (first or _TRACEBACK in output):
-        return Outcome(None, first or "Traceback", lines)
+        return Outcome(None, first or "Traceback", lines, first)
     return Outcome(exit_code, None, lines)
 
 
@@ -91,9 +94,12 @@ def render_record(
 
     Each message is one labelled entry (``[3] assistant called bash(command="ls")``,
     ``[4] tool result for call_7 (bash), failed (exit 1)``); entries at `synthetic` indices are
-    marked as earlier summaries. Content is indented under its label, so no line of it can pass
-    for a label or a fence. Long contents are clipped to `max_chars_per_message` characters with a
-    marker; extract identifiers from the messages, not from the record.
+    marked as earlier summaries. Every line of a content is indented under its label, whichever
+    line break ended the one before (``\\n``, ``\\r``, U+2028, ...), and every field of a label
+    (call ids, tool names, a call's arguments, an error line) has its control and line-break
+    characters escaped, so nothing in the history can start a line that passes for a label or a
+    fence (`record-labels-unforgeable`). Long contents are clipped to `max_chars_per_message`
+    characters with a marker; extract identifiers from the messages, not from the record.
     """
     names: dict[str, str] = {}
     entries: list[str] = []
@@ -117,7 +123,8 @@ def _fence(body: str) -> str:
     # would have to contain its own digest to fake it; checked anyway.
     salt = 0
     while True:
-        digest = hashlib.sha256(f"{salt}:{body}".encode()).hexdigest()[:12]
+        # surrogatepass: a lone surrogate in a message must not stop the record being built.
+        digest = hashlib.sha256(f"{salt}:{body}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
         fence = f"=== ctxfold record {digest}"
         if fence not in body:
             return fence
@@ -136,47 +143,49 @@ def _entry(
     if message.role == "tool":
         call_id = message.tool_call_id or "?"
         tool = names.get(call_id) or message.name
-        about = f"tool result for {call_id}" + (f" ({tool})" if tool else "")
+        about = f"tool result for {escape_controls(call_id)}"
+        about += f" ({escape_controls(tool)})" if tool else ""
         outcome = read_outcome(message.text)
         if outcome.failed:
-            about += f", failed ({outcome.error})"
+            about += f", failed ({escape_controls(outcome.error or '')})"
         elif outcome.exit_code is not None:
             about += f", exit {outcome.exit_code}"
         out.append(f"{label} {about}:")
         out.append(_indent(clip(message.text, max_chars)) if message.text else "  (no output)")
         return out
-    speaker = message.role if not message.name else f"{message.role} ({message.name})"
+    speaker: str = message.role
+    if message.name:
+        speaker += f" ({escape_controls(message.name)})"
     if message.text or not message.tool_calls:
         out.append(f"{label} {speaker}:")
         out.append(_indent(clip(message.text, max_chars)) if message.text else "  (empty)")
     for call in message.tool_calls:
         names[call.id] = call.name
-        out.append(f"{label} {speaker} called {call_gist(call.name, call.arguments, max_chars)}")
-        out[-1] += f" as {call.id}"
+        gist = call_gist(call.name, call.arguments, max_chars)
+        out.append(f"{label} {speaker} called {gist} as {escape_controls(call.id)}")
     return out
 
 
 def call_gist(name: str, arguments: str, max_chars: int = MAX_CHARS_PER_MESSAGE) -> str:
-    """A call as ``name(key="value", ...)``, with JSON values and long ones clipped."""
+    """A call as ``name(key="value", ...)`` on one line: JSON values, long ones clipped, and
+    every control or line-break character of the name, keys and values escaped."""
     try:
         parsed: Any = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        return f"{name}({_one_line(clip(arguments, max_chars))})"
+        return escape_controls(f"{name}({clip(arguments, max_chars)})")
     parts = []
     for key, value in parsed.items():
         text = json.dumps(value, ensure_ascii=False)
         parts.append(f"{key}={clip(text, max_chars)}")
-    return f"{name}({', '.join(parts)})"
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\n", "\\n")
+    return escape_controls(f"{name}({', '.join(parts)})")
 
 
 def _indent(text: str) -> str:
-    return "\n".join(f"  {line}" if line else "" for line in text.split("\n"))
+    # splitlines knows every line break a reader may honour (\r, \v, \f, U+0085, U+2028, ...),
+    # not only \n: each one starts a new, indented line here.
+    return "\n".join(f"  {line}" if line else "" for line in text.splitlines())
 
 
 def frame_summary(

@@ -1,54 +1,256 @@
-"""Redactors: functions the compactor runs on every summary before it is stored
-(`summaries-redacted`).
+"""Redactors: functions that take secrets out of text before it leaves the process or is stored.
 
-A `Redactor` takes text and returns it with secrets replaced. `redact_secrets` is the default: it
-replaces the shapes of secret that are unmistakable (provider API keys, GitHub and Slack tokens,
-AWS access keys, bearer tokens, private key blocks, ``password=...`` style assignments) with
-``[redacted]``, and leaves everything else, identifiers included, as it was.
+A `Redactor` takes text and returns it with secrets replaced. `redact_secrets` is the default.
+The LLM summarizers run it on everything they send (`secrets-not-sent`), and a compactor given
+``redact=`` runs it on every summary before it is stored (`summaries-redacted`). It replaces
+with ``[redacted]``:
+
+- tokens whose shape names their issuer: OpenAI and Anthropic keys, Stripe secret and restricted
+  keys, GitHub, GitLab, Hugging Face, npm, Slack, SendGrid, Google and PyPI tokens, AWS access key
+  ids, JSON web tokens, Slack webhook paths;
+- private key blocks (PEM, OpenSSH, PGP), whole, or up to where a truncated one stops;
+- the password of a URL (``postgresql://app:[redacted]@db``) and of ``mysql -p<password>``;
+- the value of a bearer or basic ``Authorization`` credential;
+- the value assigned to a name that says it is secret (``password``, ``secret``, ``token``,
+  ``api_key``, ``AWS_SECRET_ACCESS_KEY``, ``"SecretAccessKey":``, ``--password=``), when the
+  value looks like one: not a number, a path, a reference such as ``$TOKEN`` or a word of code.
+
+Labels stay (``password=[redacted]``), and so does everything else: paths, hashes, UUIDs, ids
+and error lines are not secrets. Every pattern is anchored where a run of its characters starts
+and bounded in length, so a line costs time in proportion to its length, however it is built.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from itertools import pairwise
+
+from ctxfold.messages import Message
 
 Redactor = Callable[[str], str]
-"""Takes a summary's text and returns the text to store."""
+"""Takes text (a summary, a record to send) and returns it with secrets replaced."""
 
 REDACTED = "[redacted]"
 
-_WHOLE = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----"
-    r"|\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\bAIza[0-9A-Za-z_-]{35}"
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # a JSON web token
-    re.DOTALL,
+# Each alternative starts where a run of its own characters starts (the look-behind), so a long
+# run is tried once, not at every position in it.
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-(?:ant-(?:api|admin)\d\d-|proj-|svcacct-|admin-|live-|test-)[A-Za-z0-9_-]{16,400}"
+    r"|sk-(?=[A-Za-z_-]{0,200}\d)[A-Za-z0-9_-]{20,400}"  # a bare sk- key holds a digit
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,400}"
+    r"|whsec_[A-Za-z0-9]{24,400}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,400}"
+    r"|github_pat_[A-Za-z0-9_]{40,400}"
+    r"|glpat-[A-Za-z0-9_-]{20,400}"
+    r"|hf_[A-Za-z0-9]{30,400}"
+    r"|npm_[A-Za-z0-9]{36,400}"
+    r"|xox[abposre]-[A-Za-z0-9-]{10,400}"
+    r"|SG\.[A-Za-z0-9_-]{16,64}\.[A-Za-z0-9_-]{16,128}"
+    r"|AIza[0-9A-Za-z_-]{35}"
+    r"|pypi-AgE[A-Za-z0-9_-]{50,400}"
+    r"|dop_v1_[a-f0-9]{64}"
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![A-Za-z0-9])"
+    r"|eyJ[A-Za-z0-9_-]{8,4000}\.[A-Za-z0-9_-]{8,8000}\.[A-Za-z0-9_-]{8,4000}"
+    r")"
 )
-# Keep the label, replace the value: "Authorization: Bearer [redacted]", "password=[redacted]".
-_LABELLED = re.compile(
-    r"(\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|(\b[\w-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&]{4,})",
-    re.IGNORECASE,
+_SLACK_HOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{10,300}")
+_URL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#]{0,128}:)([^\s@/?#]{1,256})@"
 )
+_AUTHORIZATION = re.compile(
+    r"(?<![\w-])((?i:bearer|basic)[ \t]+|(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?:Token|token|Bot|bot)[ \t]+)([A-Za-z0-9._~+/=-]{12,8000})"
+)
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.-])([\w.-]{1,64})([\"']?[ \t]{0,16}[:=][ \t]{0,16}[\"']?)"
+    r"([^\s\"'`,;&<>()\[\]{}]{1,4096})"
+)
+# A command-line flag with its value after a space: --password hunter22, --api-key sk-...
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]{0,40}[ \t]{1,16})([^\s'\"`-][^\s'\"`]{0,4095})")
+_MYSQL = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b")
+_MYSQL_PASSWORD = re.compile(r"(?<![\w-])(-p)(['\"]?)([^\s'\"-][^\s'\"]{0,255})\2")
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"[ \t]*[A-Za-z0-9+/]{40,200}={0,2}[ \t]*\r?")
+_PEM_TAIL = re.compile(r"[ \t]*(?:[A-Za-z0-9+/]{1,39}={0,2}|=[A-Za-z0-9+/]{4})[ \t]*\r?")
+_PEM_HEADER = re.compile(r"[ \t]*[A-Za-z-]{1,40}: [^\n]{0,200}")
+_PEM_SPAN = 64 * 1024
+"""A private key block longer than this many characters is not one (RSA-16384 is ~13,000)."""
+
+_WORD_SPLIT = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_SECRET_WORDS = frozenset(
+    {"password", "passwd", "pwd", "passphrase", "secret", "token", "credential", "credentials"}
+)
+_SECRET_PAIRS = frozenset(
+    {"apikey", "accesskey", "privatekey", "accountkey", "authkey", "secretkey", "signingkey",
+     "masterkey", "encryptionkey", "clientkey", "sessionkey", "authtoken", "apitoken"}
+)  # fmt: skip
+_NUMBER = re.compile(r"[\d.,:+-]+")
+_CODE_NAME = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_NOT_SECRETS = frozenset({"none", "null", "nil", "true", "false", "undefined", "required"})
 
 
 def redact_secrets(text: str) -> str:
-    """`text` with obvious secrets replaced by ``[redacted]``.
+    """`text` with secrets replaced by ``[redacted]``; see the module for what counts.
 
-    >>> redact_secrets("export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv and password=hunter22")
+    >>> redact_secrets("export OPENAI_API_KEY=sk-abcdefghij0123456789 and password=hunter22")
     'export OPENAI_API_KEY=[redacted] and password=[redacted]'
+    >>> redact_secrets("psql postgresql://app:S3cr3t-pw@db:5432/prod -c 'select 1'")
+    "psql postgresql://app:[redacted]@db:5432/prod -c 'select 1'"
     """
-    text = _WHOLE.sub(REDACTED, text)
-    return _LABELLED.sub(_keep_label, text)
+    if not text:
+        return text
+    text = _redact_key_blocks(text)
+    text = _TOKEN.sub(REDACTED, text)
+    text = _SLACK_HOOK.sub(rf"\1{REDACTED}", text)
+    text = _URL_PASSWORD.sub(_url_password, text)
+    text = _AUTHORIZATION.sub(_authorization, text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _FLAG.sub(_flag, text)
+    if _MYSQL.search(text):
+        text = "".join(_mysql_line(line) for line in text.splitlines(keepends=True))
+    return text
 
 
-def _keep_label(match: re.Match[str]) -> str:
-    if match.group(1):
-        return f"{match.group(1)}{REDACTED}"
-    value = match.group(3)
-    return match.group(0) if value == REDACTED else f"{match.group(2)}{REDACTED}"
+def redact_messages(
+    messages: Sequence[Message], redact: Callable[[str], str] = redact_secrets
+) -> list[Message]:
+    """`messages` with `redact` applied to their text and their tool-call arguments: what a
+    summarizer may read when secrets must stay out of summaries. Identifiers are then taken
+    from the redacted text too, so restoring one can never put a secret back.
+
+    >>> redact_messages([Message("user", "token ghp_0123456789abcdefghijABCDEFGHIJ012345")])[0].text
+    'token [redacted]'
+    """
+    out: list[Message] = []
+    for message in messages:
+        calls = tuple(
+            call if not call.arguments else replace(call, arguments=redact(call.arguments))
+            for call in message.tool_calls
+        )
+        content = redact(message.content) if message.content else message.content
+        if content == message.content and calls == message.tool_calls:
+            out.append(message)
+        else:
+            out.append(message.replace(content=content, tool_calls=calls))
+    return out
+
+
+def _url_password(match: re.Match[str]) -> str:
+    password = match.group(2)
+    if not _looks_secret(password) and not password.isalpha():
+        return match.group(0)
+    if password.lower() in ("password", "pass", "passwd", "pwd", "secret"):
+        return match.group(0)  # documentation's placeholder, not a password
+    return f"{match.group(1)}{REDACTED}@"
+
+
+def _authorization(match: re.Match[str]) -> str:
+    value = match.group(2)
+    if value.startswith(REDACTED) or not any(c.isdigit() for c in value):
+        return match.group(0)  # "Bearer authentication", "Basic usage": words, not credentials
+    return f"{match.group(1)}{REDACTED}"
+
+
+def _assignment(match: re.Match[str]) -> str:
+    name, separator, value = match.groups()
+    if not _names_a_secret(name) or not _looks_secret(value):
+        return match.group(0)
+    return f"{name}{separator}{REDACTED}"
+
+
+def _flag(match: re.Match[str]) -> str:
+    flag, value = match.groups()
+    if not _names_a_secret(flag.strip()) or not _looks_secret(value):
+        return match.group(0)
+    return f"{flag}{REDACTED}"
+
+
+def _names_a_secret(name: str) -> bool:
+    """Whether a name such as ``AWS_SECRET_ACCESS_KEY``, ``clientSecret`` or ``--api-key`` says
+    its value is a secret. Judged on the words of the name, so ``tokenizer`` or ``max_tokens``
+    are not."""
+    words = [w.lower() for w in _WORD_SPLIT.split(name) if w]
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    joined = [*words, *(a + b for a, b in pairwise(words))]
+    return any(word in _SECRET_PAIRS for word in joined)
+
+
+def _looks_secret(value: str) -> bool:
+    """Whether an assigned value may be a secret, rather than code, a number, a path or a
+    reference to one kept elsewhere."""
+    if len(value) < 6 or value.startswith(REDACTED) or value.lower() in _NOT_SECRETS:
+        return False
+    if value[0] in "$%{<*./~" or value.startswith(("env:", "os.", "self.", "settings.")):
+        return False  # a reference to where the secret is kept, a path, a template
+    if set(value) <= set("*xX•.-_"):
+        return False  # already masked
+    if _NUMBER.fullmatch(value):
+        return False  # a number, a time, a version
+    # Code: a word (password=password_field) or a dotted name (token=request.headers.get).
+    return _CODE_NAME.fullmatch(value) is None
+
+
+def _mysql_line(line: str) -> str:
+    found = _MYSQL.search(line)
+    if found is None:
+        return line
+    head, tail = line[: found.end()], line[found.end() :]
+    return head + _MYSQL_PASSWORD.sub(rf"\1\2{REDACTED}\2", tail)
+
+
+def _redact_key_blocks(text: str) -> str:
+    """Replace each private key block, from its BEGIN line through its END line; a block with
+    no END line (cut off by a pager or a clip) up to where its key-shaped lines stop."""
+    begins = [m.span() for m in _PEM_BEGIN.finditer(text)]
+    if not begins:
+        return text
+    ends = [m.end() for m in _PEM_END.finditer(text)]
+    out: list[str] = []
+    position = 0
+    for start, header_end in begins:
+        if start < position:
+            continue  # inside a block already replaced
+        later = bisect.bisect_left(ends, header_end)
+        nxt = bisect.bisect_right(begins, (header_end, header_end))
+        limit = begins[nxt][0] if nxt < len(begins) else len(text)
+        if later < len(ends) and ends[later] <= min(limit, header_end + _PEM_SPAN):
+            stop = ends[later]
+        else:
+            stop = _truncated_end(text, header_end, min(limit, header_end + _PEM_SPAN))
+        out.append(text[position:start])
+        out.append(REDACTED)
+        position = stop
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _truncated_end(text: str, start: int, limit: int) -> int:
+    """Where a key block with no END line stops, searching from `start` to `limit`: after its
+    last key line. Key lines are long base64 lines, a short one right after them (the last of
+    the body, or a PGP checksum), and headers such as ``Proc-Type: ...`` before the body; blank
+    lines may stand between them. Anything else ends the block."""
+    stop = start
+    cursor = start
+    after_body = False
+    while cursor <= limit:
+        newline = text.find("\n", cursor, limit)
+        line_end = newline if newline >= 0 else limit
+        line = text[cursor:line_end]
+        if _PEM_BODY.fullmatch(line) or (after_body and _PEM_TAIL.fullmatch(line)):
+            stop, after_body = line_end, True
+        elif not after_body and _PEM_HEADER.fullmatch(line):
+            stop = line_end
+        elif line.strip():
+            break
+        else:
+            after_body = False
+        if newline < 0:
+            break
+        cursor = newline + 1
+    return max(stop, start)

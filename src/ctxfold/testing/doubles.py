@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
-from ctxfold.summarizers._request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Answer = str | SummaryResult | None
 """What a summarizer may answer: text, a result, or None to decline."""

@@ -21,7 +21,8 @@ RESERVE_CAP = 20_000
 """Most tokens reserved for the reply when the model's max output is larger (or unknown)."""
 
 RESERVE_FLOOR = 1_024
-"""Fewest tokens ever reserved by default, however small the window."""
+"""Fewest tokens reserved by default, unless the window is too small for that (see
+`Budget.reserve_tokens`)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ class Budget:
     """Where compaction stops: a fraction of the window when <= 1 (default 0.4), else a token
     count. Must be below the trigger point."""
     keep_recent_tokens: int = 8_000
-    """At least this many of the newest tokens stay verbatim (default 8,000 tokens)."""
+    """At least this many of the newest tokens stay verbatim (default 8,000 tokens), up to half
+    the target: see `recent_tail_tokens`, which scales it down for small windows."""
     keep_steps: int = 1
     """The newest this-many assistant steps are never compacted (default 1)."""
     min_messages: int = 6
@@ -119,14 +121,33 @@ class Budget:
 
         An explicit `reserve` wins. Otherwise the max output capped at 20,000 (20,000 when
         unknown); if that would take half the window or more, a third of the window instead;
-        never under 1,024.
+        never under 1,024, unless the window is so small that 1,024 would leave the trigger
+        point at or below the target: then the third stands, so that a small window
+        (``Budget(window=1500)``) still works with every default.
+
+        >>> Budget(window=1500).reserve_tokens, Budget(window=1500).trigger_tokens
+        (500, 1000)
         """
         if self.reserve is not None:
             return self.reserve
         tokens = RESERVE_CAP if self.max_output is None else min(self.max_output, RESERVE_CAP)
         if 2 * tokens >= self.window:
             tokens = self.window // 3
-        return max(tokens, RESERVE_FLOOR)
+        if tokens < RESERVE_FLOOR and (
+            self.trigger is not None or self.window - RESERVE_FLOOR > self.target_tokens
+        ):
+            tokens = RESERVE_FLOOR
+        return tokens
+
+    @property
+    def recent_tail_tokens(self) -> int:
+        """The verbatim recent tail compaction keeps, in tokens: `keep_recent_tokens`, but never
+        more than half the target, so that it scales down with the window.
+
+        >>> Budget(window=128_000).recent_tail_tokens, Budget(window=1_500).recent_tail_tokens
+        (8000, 300)
+        """
+        return min(self.keep_recent_tokens, self.target_tokens // 2)
 
     @property
     def trigger_tokens(self) -> int:

@@ -6,12 +6,13 @@ models appear monthly. `register` adds or corrects an entry; `Budget(window=...)
 catalog altogether.
 
 `lookup` accepts the names people actually pass: ``"gpt-4o"``, ``"openai/gpt-4o"``,
-``"gpt-4o-2024-08-06"``, ``"anthropic/claude-3.7-sonnet:thinking"``,
-``"meta-llama/Llama-3.3-70B-Instruct"``.
+``"gpt-4o-2024-08-06"``, ``"anthropic/claude-3.7-sonnet:thinking"``, ``"claude-4-sonnet"``,
+``"us.anthropic.claude-sonnet-4-5-20250929-v1:0"``, ``"meta-llama/Llama-3.3-70B-Instruct"``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -80,6 +81,12 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("gpt-5-pro", 400_000, 272_000, _O200K, "openai"),
     ("gpt-5-chat-latest", 128_000, 16_384, _O200K, "openai"),
     ("gpt-5.1", 400_000, 128_000, _O200K, "openai"),
+    ("gpt-5.1-chat-latest", 128_000, 16_384, _O200K, "openai"),
+    ("gpt-5.2", 400_000, 128_000, _O200K, "openai"),
+    # GPT-5.4 has a 1,050,000-token window; prompts over 272,000 tokens are billed at a higher
+    # rate, which is the provider's business, not the window's.
+    ("gpt-5.4", 1_050_000, 128_000, _O200K, "openai"),
+    ("gpt-5.4-mini", 400_000, 128_000, _O200K, "openai"),
     ("gpt-4-turbo", 128_000, 4_096, _CL100K, "openai"),
     ("gpt-4", 8_192, 8_192, _CL100K, "openai"),
     ("gpt-3.5-turbo", 16_385, 4_096, _CL100K, "openai"),
@@ -88,12 +95,25 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("claude-3-5-haiku", 200_000, 8_192, _O200K, "anthropic"),
     ("claude-3-5-sonnet", 200_000, 8_192, _O200K, "anthropic"),
     ("claude-3-7-sonnet", 200_000, 64_000, _O200K, "anthropic"),
+    # Claude 4: Sonnet 4 and 4.5 take 1M tokens only behind a beta header, so the catalog keeps
+    # the standard 200,000 (a larger window is one window= away; a smaller one never overflows).
     ("claude-sonnet-4", 200_000, 64_000, _O200K, "anthropic"),
     ("claude-opus-4", 200_000, 32_000, _O200K, "anthropic"),
     ("claude-opus-4-1", 200_000, 32_000, _O200K, "anthropic"),
     ("claude-sonnet-4-5", 200_000, 64_000, _O200K, "anthropic"),
     ("claude-haiku-4-5", 200_000, 64_000, _O200K, "anthropic"),
     ("claude-opus-4-5", 200_000, 64_000, _O200K, "anthropic"),
+    # Anthropic's model pages (2026) give 1M tokens and 128K of output for these. Uncertain: a
+    # 4.6 model reached through a platform that has not enabled 1M may still cap at 200,000.
+    ("claude-opus-4-6", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-sonnet-4-6", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-opus-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-sonnet-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-opus-5-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-sonnet-5-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-haiku-5-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-fable-5", 1_000_000, 128_000, _O200K, "anthropic"),
+    ("claude-fable-5-1", 1_000_000, 128_000, _O200K, "anthropic"),
     ("gemini-1.5-pro", 2_097_152, 8_192, _O200K, "google"),
     ("gemini-1.5-flash", 1_048_576, 8_192, _O200K, "google"),
     ("gemini-2.0-flash", 1_048_576, 8_192, _O200K, "google"),
@@ -102,6 +122,12 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("gemini-2.5-flash", 1_048_576, 65_536, _O200K, "google"),
     ("gemini-2.5-flash-lite", 1_048_576, 65_536, _O200K, "google"),
     ("gemini-3-pro", 1_048_576, 65_536, _O200K, "google"),
+    # DeepSeek's API serves DeepSeek-V4 (1M tokens, up to 384K of output) since April 2026, and
+    # maps the old names deepseek-chat and deepseek-reasoner onto V4-Flash. Routers and
+    # self-hosted deployments still serve the previous generation under those names, so they
+    # keep its smaller figures.
+    ("deepseek-v4-flash", 1_000_000, 384_000, _O200K, "deepseek"),
+    ("deepseek-v4-pro", 1_000_000, 384_000, _O200K, "deepseek"),
     ("deepseek-chat", 128_000, 8_192, _O200K, "deepseek"),
     ("deepseek-reasoner", 128_000, 64_000, _O200K, "deepseek"),
     # Open-weight models: the output limit is the host's choice, so none is recorded.
@@ -161,16 +187,41 @@ def lookup(name: str) -> ModelInfo | None:
     """The catalog entry for a model name, or None when nothing matches.
 
     Tries the name as given (case-insensitive), then without a provider prefix ("openai/...",
-    "meta-llama/..."), then the longest catalog name that the model name starts with, followed
-    by a separator: a dated snapshot such as ``gpt-4o-2024-08-06`` is found as ``gpt-4o``.
+    "meta-llama/...", a cloud's "us.anthropic."), with a Claude version written first
+    ("claude-4-5-sonnet" for "claude-sonnet-4-5"), then the longest catalog name that the model
+    name starts with, followed by a separator: a dated snapshot such as ``gpt-4o-2024-08-06`` is
+    found as ``gpt-4o``.
+
+    >>> lookup("claude-4-sonnet").name, lookup("deepseek-v4-pro-0813").window
+    ('claude-sonnet-4', 1000000)
     """
     key = name.strip().lower()
     if key in MODELS:
         return MODELS[key]
     key = key.rsplit("/", 1)[-1]
-    if key in MODELS:
-        return MODELS[key]
-    for end in range(len(key) - 1, 0, -1):
-        if key[end] in _SUFFIX_SEPARATORS and key[:end] in MODELS:
-            return MODELS[key[:end]]
+    cloud = _CLOUD_PREFIX.match(key)
+    if cloud is not None:
+        key = key[cloud.end() :]
+    # Claude 3 writes its version first (claude-3-7-sonnet), Claude 4 its family first; routers
+    # mix the two, so both spellings are tried.
+    for candidate in dict.fromkeys((key, _claude_family_first(key))):
+        if candidate in MODELS:
+            return MODELS[candidate]
+        for end in range(len(candidate) - 1, 0, -1):
+            if candidate[end] in _SUFFIX_SEPARATORS and candidate[:end] in MODELS:
+                return MODELS[candidate[:end]]
     return None
+
+
+# Bedrock and Vertex spell a model "us.anthropic.claude-..." or "anthropic.claude-...".
+_CLOUD_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+# "claude-4-5-sonnet", "claude-4.1-opus-latest": the version before the family name.
+_VERSION_FIRST = re.compile(r"^claude-(\d+(?:[.-]\d+)?)-(opus|sonnet|haiku|fable)(?=$|[-@:])")
+
+
+def _claude_family_first(key: str) -> str:
+    found = _VERSION_FIRST.match(key)
+    if found is None:
+        return key
+    version = found.group(1).replace(".", "-").removesuffix("-0")
+    return f"claude-{found.group(2)}-{version}{key[found.end() :]}"

@@ -28,6 +28,7 @@ from typing import Any
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.messages import Message
 from ctxfold.tokens._parts import call_strings, message_strings, tools_json
+from ctxfold.tokens.attachments import attachment_tokens
 
 MESSAGE_OVERHEAD = 3
 """Tokens OpenAI's chat format adds to every message (start marker, role separator, end)."""
@@ -195,6 +196,8 @@ class TiktokenCounter:
         3 framing tokens, the role, each field's tokens, 1 more for an author name; each tool call
         adds its id, name and arguments plus `CALL_OVERHEAD`. Call ids are counted although a
         model may not see them verbatim: over-counting a few tokens is safer than under-counting.
+        Images, documents and audio cost what their provider bills
+        (`ctxfold.tokens.attachments`), never the characters of their data.
         """
         encode = self.encoding.encode_ordinary
         tokens = MESSAGE_OVERHEAD + len(encode(message.role))
@@ -203,6 +206,8 @@ class TiktokenCounter:
             tokens += NAME_OVERHEAD
         for call in message.tool_calls:
             tokens += CALL_OVERHEAD + sum(len(encode(s)) for s in call_strings(call))
+        if message.extra:  # only kept provider parts can hold attachments
+            tokens += attachment_tokens(message, self.count_text)
         return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:

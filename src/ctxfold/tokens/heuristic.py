@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxfold.messages import Message
 from ctxfold.tokens._parts import call_strings, message_strings, tools_json
+from ctxfold.tokens.attachments import attachment_tokens
 
 CHARS_PER_TOKEN = 4
 """Characters per token the heuristic assumes (counts round up)."""
@@ -37,6 +38,7 @@ class HeuristicCounter:
     A message costs ``MESSAGE_OVERHEAD`` (4) tokens plus its content, author name and
     tool_call_id; each tool call adds ``CALL_OVERHEAD`` (3) tokens plus its id, name and arguments.
     All characters of a message are summed before dividing, so a message is rounded up once.
+    Images, documents and audio cost what their provider bills (`ctxfold.tokens.attachments`).
 
     >>> HeuristicCounter().count_text("twelve chars")
     3
@@ -50,11 +52,14 @@ class HeuristicCounter:
         return _ceil_div(len(text))
 
     def count_message(self, message: Message) -> int:
-        """Tokens of one message, tool calls included."""
+        """Tokens of one message, tool calls and attachments included."""
         chars = sum(len(s) for s in message_strings(message))
         for call in message.tool_calls:
             chars += sum(len(s) for s in call_strings(call))
-        return MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls) + _ceil_div(chars)
+        tokens = MESSAGE_OVERHEAD + CALL_OVERHEAD * len(message.tool_calls) + _ceil_div(chars)
+        if message.extra:  # only kept provider parts can hold attachments
+            tokens += attachment_tokens(message, self.count_text)
+        return tokens
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas: their compact JSON / 4, plus a few tokens per tool."""

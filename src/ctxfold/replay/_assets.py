@@ -1,6 +1,6 @@
-"""The inline CSS and the chart script of the HTML report.
+"""The inline CSS and the chart script of a replay's HTML page.
 
-They live in the page itself so that the report opens anywhere, offline, with nothing fetched at
+They live in the page itself so that it opens anywhere, offline, with nothing fetched at
 view time. The script reads the JSON block with id ``replay-data`` and draws an SVG.
 """
 

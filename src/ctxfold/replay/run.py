@@ -6,7 +6,7 @@ an agent loop calls `maybe_compact` before sending, and records what the model w
 sent: its size, any compaction that ran, and how much of it was a prefix of the previous request,
 which is what a provider's prompt cache could reuse.
 
-The function reads no files and no environment; the CLI formats the `ReplayResult`.
+The functions read no files and no environment; the CLI formats the `ReplayResult`.
 """
 
 from __future__ import annotations
@@ -16,15 +16,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import BudgetError
-from ctxfold.messages import Message
+from ctxfold.errors import BudgetError, InvalidHistoryError
+from ctxfold.messages import Message, validate
 from ctxfold.session.frozen import Frozen
 
 if TYPE_CHECKING:
     from ctxfold.compactor import CompactionReport, Compactor
     from ctxfold.events import Event
-    from ctxfold.protocols import TokenCounter
+    from ctxfold.messages.validity import Provider
+    from ctxfold.protocols import Summarizer, TokenCounter
     from ctxfold.session import Session
+    from ctxfold.storage import StoreBase
+    from ctxfold.tokens import Budget
 
 
 @dataclass(frozen=True)
@@ -153,15 +156,19 @@ def replay(
     *,
     counter: TokenCounter | None = None,
     progress: Callable[[int], None] | None = None,
+    provider: Provider = "openai",
 ) -> ReplayResult:
     """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
 
-    `counter` sizes requests for the prefix figures (default: the compactor's counter). A
-    compactor without a budget has no trigger to replay: `BudgetError`.
+    `counter` sizes requests for the prefix figures (default: the compactor's counter).
     `progress`, when given, is called with the number of messages appended after each one.
+    Raises `BudgetError` for a compactor without a budget (it has no trigger to replay) or a
+    system prompt that alone exceeds the window, before anything is appended; and
+    `InvalidHistoryError` if a compaction ever left a history `provider` would reject (that
+    would be a bug in ctxfold: `history-always-valid`).
 
     >>> from ctxfold.compactor import Compactor
-    >>> from ctxfold.demo_session import generate
+    >>> from ctxfold.testing.transcripts import generate
     >>> from ctxfold.storage import MemoryStore
     >>> from ctxfold.tokens import Budget
     >>> compactor = Compactor(Budget(window=16_000))
@@ -174,6 +181,12 @@ def replay(
         raise BudgetError("replay needs a compactor with a budget: its trigger is what is replayed")
     count = counter or compactor.counter
     sizes = _Sizes(count, session if count is compactor.counter else None)
+    system = sizes.total([m for m in messages if m.role == "system"])
+    if system > budget.window:
+        raise BudgetError(
+            f"the system prompt alone takes {system:,} tokens, more than the "
+            f"{budget.window:,}-token window; give a larger window"
+        )
     started = time.perf_counter()
     requests: list[Request] = []
     compactions: list[ReplayCompaction] = []
@@ -192,6 +205,8 @@ def replay(
             slot = len(compactions)
             compactions.append(ReplayCompaction(turn, report))
         projected = session.messages()
+        if report is not None and report.landed:
+            _check_valid(projected, provider, turn)
         request_tokens, prefix_tokens = sizes.request(previous, projected)
         requests.append(
             Request(
@@ -217,6 +232,61 @@ def replay(
         counter=str(getattr(count, "name", type(count).__name__)),
         summaries=tuple(s for c in compactions for s in c.report.summaries),
     )
+
+
+def replay_transcript(
+    messages: Sequence[Message],
+    budget: Budget,
+    *,
+    store: StoreBase | None = None,
+    name: str = "replay",
+    counter: TokenCounter | None = None,
+    progress: Callable[[int], None] | None = None,
+    provider: Provider = "openai",
+    summarizer: Summarizer | None = None,
+    redact: Callable[[str], str] | None = None,
+) -> ReplayResult:
+    """Replay `messages` into a new session of `store` (default: a fresh `MemoryStore`) with the
+    default compactor for `budget`, `summarizer` (default: the extractive one) and `redact`
+    applied to every summary before it is stored.
+
+    The session is named `name`, or ``name-2``, ``name-3``... when taken, so a replay never
+    appends to an earlier one. `counter` defaults to the best available (``counter("auto")``).
+
+    >>> from ctxfold.testing.transcripts import generate
+    >>> from ctxfold.tokens import Budget
+    >>> replay_transcript(generate(steps=40), Budget(window=16_000)).peak_tokens < 16_000
+    True
+    """
+    from ctxfold.compactor import Compactor
+    from ctxfold.storage import MemoryStore
+    from ctxfold.tokens import counter as best_counter
+
+    count = counter or best_counter("auto")
+    target = store if store is not None else MemoryStore()
+    session = target.session(fresh_session_id(target, name), counter=count)
+    compactor = Compactor(budget, summarizer=summarizer, counter=count, redact=redact)
+    return replay(session, messages, compactor, counter=count, progress=progress, provider=provider)
+
+
+def fresh_session_id(store: StoreBase, base: str) -> str:
+    """`base`, or `base-2`, `base-3`, ...: the first id `store` holds no session under."""
+    taken = set(store.sessions())
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def _check_valid(projected: Sequence[Message], provider: Provider, turn: int) -> None:
+    errors = [p for p in validate(projected, provider) if p.severity == "error"]
+    if errors:
+        raise InvalidHistoryError(
+            f"the compaction before request {turn} left a history {provider} would reject "
+            f"({errors[0]}); this is a bug in ctxfold, please report it"
+        )
 
 
 def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> list[Message]:

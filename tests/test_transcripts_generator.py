@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.demo_session import generate
 from ctxfold.messages import read_jsonl, validate, write_jsonl
+from ctxfold.testing.transcripts import generate
 
 
 def _tool_steps(messages: list) -> list:

@@ -12,8 +12,7 @@ import pytest
 
 from ctxfold.compactor.report import CompactionReport
 from ctxfold.pipeline import StrategyEffect
-from ctxfold.replay import ReplayCompaction, ReplayResult, Request
-from ctxfold.report import render_html, write_html
+from ctxfold.replay import ReplayCompaction, ReplayResult, Request, render_html, write_html
 
 HOSTILE = "</script><script>alert('x')</script> & <b>bold</b>"
 

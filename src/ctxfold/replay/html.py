@@ -1,4 +1,4 @@
-"""The replay report: one self-contained HTML file with a chart of context size per request.
+"""The HTML page of a replay: one self-contained file with a chart of context size per request.
 
 The page carries its own CSS, its data as a JSON block and a small script that draws the chart
 as SVG, so it opens offline and fetches nothing. Every text that came from a transcript (the
@@ -10,18 +10,17 @@ from __future__ import annotations
 import html
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.report._assets import CSS, SCRIPT
+from ctxfold._files import write_text_atomic
+from ctxfold.replay._assets import CSS, SCRIPT
 
 if TYPE_CHECKING:
-    from ctxfold.replay import ReplayCompaction, ReplayResult
+    from ctxfold.replay.run import ReplayCompaction, ReplayResult
 
 
 def render_html(result: ReplayResult, *, title: str = "ctxfold replay") -> str:
-    """The report page for `result`, as text (`write_html` saves it to a file)."""
+    """The page for `result`, as text (`write_html` saves it to a file)."""
     esc = html.escape
     data = {
         "window": result.window,
@@ -65,17 +64,9 @@ def render_html(result: ReplayResult, *, title: str = "ctxfold replay") -> str:
 
 
 def write_html(path: str | os.PathLike[str], result: ReplayResult, **options: Any) -> None:
-    """Write the report to `path` atomically: a temporary file beside it, renamed when complete."""
-    text = render_html(result, **options)
-    target = Path(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, target)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    """Write the page to `path` atomically: a temporary file beside it, renamed when complete.
+    `options` go to `render_html`."""
+    write_text_atomic(path, render_html(result, **options))
 
 
 def strategy_text(compaction: ReplayCompaction, minus: str = "\u2212") -> str:
