@@ -361,7 +361,7 @@ def test_aclose_cancels_the_task_in_flight() -> None:
 def test_a_long_replay_stays_valid_and_under_the_overshoot_mark() -> None:
     """Whatever the runs' timing, every request of a long session is valid, and none is past
     the overshoot mark after its check."""
-    from ctxfold.demo_session import generate
+    from ctxfold.testing.transcripts import generate
     from ctxfold.tokens import Budget
 
     messages = generate(seed=5, steps=40)
