@@ -105,14 +105,15 @@ class Projection:
     _messages: list[Message] = field(default_factory=list)
 
     @classmethod
-    def of_items(cls, items: Sequence[Item], last_seq: int) -> Projection:
-        """A projection that holds `items` as of seq `last_seq` (their keys must ascend)."""
+    def of_items(cls, items: Sequence[Item], last_seq: int, pins: Iterable[int] = ()) -> Projection:
+        """A projection that holds `items` as of seq `last_seq` (their keys must ascend), with
+        the items `pins` pinned."""
         return cls(
             last_seq,
             list(items),
             [item.key for item in items],
             {item.id: item.key for item in items},
-            set(),
+            set(pins),
             [item.message for item in items],
         )
 
