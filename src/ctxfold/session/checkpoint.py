@@ -94,13 +94,21 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     entries = raw.get("items")
     if not isinstance(entries, list):
         raise InvalidInputError("items is not a list")
-    originals = _originals(store, session_id, [e[0] for e in entries if _short(e)], seq)
+    short = [_short(entry) for entry in entries]
+    wanted = [entry[0] for entry, is_short in zip(entries, short, strict=True) if is_short]
+    originals = _originals(store, session_id, wanted, seq)
     items: list[Item] = []
     counts: dict[int, int] = {}
     altered: set[int] = set()
     key = 0
-    for entry in entries:
-        item = _item(entry, originals, seq)
+    for entry, is_short in zip(entries, short, strict=True):
+        if is_short:
+            item_id = entry[0]
+            item = Item(item_id, originals[item_id], "message", item_id)
+        else:
+            item = _item(entry, seq)
+            if item.kind == "message":
+                altered.add(item.id)
         if item.key <= key:
             raise InvalidInputError(f"item {item.id} is out of order")
         key = item.key
@@ -110,8 +118,6 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
             if not _count(tokens):
                 raise InvalidInputError(f"item {item.id} has a count of {tokens!r}")
             counts[item.id] = tokens
-        if item.kind == "message" and not _short(entry):
-            altered.add(item.id)
     ids = {item.id for item in items}
     pins = raw.get("pins")
     if not isinstance(pins, list) or not all(_seq(p) and p in ids for p in pins):
@@ -139,9 +145,10 @@ def _originals(
         for event in store.stream(session_id, after=wanted[index] - 1):
             if event.seq < wanted[index]:
                 continue
-            if event.seq > wanted[index] or event.type != MESSAGE:
+            message = event.data.get("message") if event.type == MESSAGE else None
+            if event.seq > wanted[index] or not isinstance(message, dict):
                 raise InvalidInputError(f"event {wanted[index]} is not a message event")
-            out[event.seq] = event.message
+            out[event.seq] = Message.from_dict(message)
             index += 1
             if index == len(wanted) or wanted[index] - event.seq > PAGE_SIZE:
                 break
@@ -150,11 +157,8 @@ def _originals(
     return out
 
 
-def _item(entry: object, originals: dict[int, Message], seq: int) -> Item:
-    if _short(entry):
-        assert isinstance(entry, list)
-        item_id = entry[0]
-        return Item(item_id, originals[item_id], "message", item_id)
+def _item(entry: object, seq: int) -> Item:
+    """An item stored whole: ``[id, tokens, kind, key, covers, message]``."""
     if not isinstance(entry, list) or len(entry) != 6:
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
     item_id, _, kind, key, covers, message = entry
@@ -190,7 +194,7 @@ def _field(raw: dict[str, Any], key: str, most: int | None) -> int:
 
 def _short(entry: object) -> bool:
     """True for a reference to an original message event: ``[seq, tokens]``."""
-    return isinstance(entry, list) and len(entry) == 2 and _seq(entry[0])
+    return type(entry) is list and len(entry) == 2 and type(entry[0]) is int and entry[0] >= 1
 
 
 def _seq(value: object) -> TypeGuard[int]:
