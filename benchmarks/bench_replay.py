@@ -2,7 +2,8 @@
 
 Each shared transcript is played into a fresh in-memory session message by message through
 `ctxfold.replay.replay`, with the compactor built exactly as ``ctxfold replay`` builds it
-(`ctxfold.cli.replay.run_replay`): `Compactor(Budget(window=W), counter=counter("auto"))`, so
+(`ctxfold.cli.replay.run_replay`): `Compactor(Budget(window=W), counter=counter("auto"),
+redact=redact_secrets)` (the CLI redacts by default), so
 the default extractive summarizer counts with the same exact counter as the CLI, and the
 compaction counts here are the CLI's. Before every model request the automatic trigger runs, as
 an agent loop calls `maybe_compact` before sending.
@@ -41,6 +42,7 @@ from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import extract_identifiers, kind_of
+from ctxfold.summarizers.redact import redact_secrets
 from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, TiktokenCounter
 from ctxfold.tokens import counter as make_counter
@@ -201,7 +203,7 @@ def compactor_for(
     pipeline = None
     if ladder == "reference":
         pipeline = Pipeline([ClearToolResults(), SlidingWindow(), Summarize()])
-    return kind(Budget(window=window), pipeline, counter=counter)
+    return kind(Budget(window=window), pipeline, counter=counter, redact=redact_secrets)
 
 
 def replay_plain(
@@ -421,8 +423,9 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[st
     return [
         "Each run: `replay(MemoryStore().session(...), messages, compactor, counter=c)` "
         "(ctxfold.replay) with c = counter('auto') and compactor = Compactor(Budget(window=W), "
-        f"counter=c), as `ctxfold replay --window W` runs it; tokens are counted exactly "
-        f"with {getattr(counter, 'name', counter)}, by the compactor and by its default "
+        "counter=c, redact=redact_secrets), as `ctxfold replay --window W` runs it; tokens are "
+        f"counted exactly with {getattr(counter, 'name', counter)}, by the compactor and by its "
+        "default "
         "extractive summarizer alike. Ladder 'none' is that compactor at a "
         f"{NO_COMPACTION:,}-token window, which no transcript reaches: the cost of replaying "
         "and counting alone. Budget(window=W) defaults: trigger = window - reserve, target = "

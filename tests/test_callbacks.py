@@ -255,7 +255,11 @@ def test_start_and_report_carry_reason_tokens_strategies_calls_and_duration(
     for start, report in zip(starts, reports, strict=True):
         assert start.session_id == report.session_id == "s"
         assert start.tokens_before == report.tokens_before > report.tokens_after
-        assert start.target == report.target == budget.target_tokens
+        # An overflow aims at half of the estimate at most: the provider refused it.
+        wanted = budget.target_tokens
+        if report.reason == "overflow":
+            wanted = min(wanted, report.tokens_before // 2)
+        assert start.target == report.target == wanted
         assert report.landed and report.duration_s > 0
     summarized = [r for r in reports if r.reason != "callback"]
     for report in summarized:
@@ -370,4 +374,83 @@ def test_a_failing_callback_is_isolated_in_the_trigger_and_raised_by_compact() -
     assert session.last_seq == seq
     with pytest.raises(LookupError):
         comp.compact(session)
+    assert session.last_seq == seq
+
+
+def _app_error(ctx: CompactionContext) -> None:
+    raise KeyError("ticket 42 is not loaded")
+
+
+def _bad_range(ctx: CompactionContext) -> None:
+    ctx.compact(range(7, 3), summary_of("backwards"))
+
+
+def _summarizer_raises(ctx: CompactionContext) -> None:
+    ctx.compact((1, 7))  # the compactor's own summarizer, which raises below
+
+
+FAILURES = {
+    "app-exception": (_app_error, KeyError, "ticket 42"),
+    "bad-range": (_bad_range, InvalidInputError, "reversed"),
+    "summarizer-raises": (_summarizer_raises, RuntimeError, "model is down"),
+}
+
+
+def failing_compactor(callback: Any, reports: list[CompactionReport]) -> Compactor:
+    tight = Budget(window=1500, trigger=0.4, target=0.3, keep_recent_tokens=0)
+    return Compactor(
+        tight,
+        summarizer=FunctionSummarizer.raising(RuntimeError("model is down")),
+        counter=COUNTER,
+        on_compact=callback,
+        on_report=reports.append,
+    )
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+def test_every_failure_inside_on_compact_is_isolated_by_maybe_compact(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception of the application's, a bad range, or the compactor's summarizer raising
+    through `ctx.compact`: `maybe_compact` logs it, reports it as failed and lands nothing;
+    a manual `compact()` raises it."""
+    callback, error, text = FAILURES[case]
+    session = session_with(history())
+    seq = session.last_seq
+    reports: list[CompactionReport] = []
+    comp = failing_compactor(callback, reports)
+    with caplog.at_level(logging.WARNING, logger="ctxfold"):
+        report = comp.maybe_compact(session)
+    assert report is not None and report.outcome == "failed"
+    assert report.error is not None and text in report.error
+    assert reports == [report]
+    assert any(text in r.getMessage() for r in caplog.records)
+    assert session.last_seq == seq
+    with pytest.raises(error, match=text):
+        comp.compact(session)
+    assert session.last_seq == seq
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+@pytest.mark.guarantee("auto-trigger-isolates-failures")
+async def test_every_failure_inside_on_compact_is_isolated_by_amaybe_compact(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same three failures under `amaybe_compact`: logged, reported, nothing lands;
+    `acompact()` raises them."""
+    callback, error, text = FAILURES[case]
+    session = session_with(history())
+    seq = session.last_seq
+    reports: list[CompactionReport] = []
+    comp = failing_compactor(callback, reports)
+    with caplog.at_level(logging.WARNING, logger="ctxfold"):
+        report = await comp.amaybe_compact(session)
+    assert report is not None and report.outcome == "failed"
+    assert report.error is not None and text in report.error
+    assert reports == [report]
+    assert any(text in r.getMessage() for r in caplog.records)
+    assert session.last_seq == seq
+    with pytest.raises(error, match=text):
+        await comp.acompact(session)
     assert session.last_seq == seq

@@ -23,8 +23,9 @@ def test_public_surface_is_pinned() -> None:
         "Message", "MissingDependencyError", "ModelInfo", "NewEvent", "Pipeline", "PostgresStore",
         "Problem", "SQLiteStore", "Session", "SlidingWindow", "Strategy", "Summarize",
         "SummarizerError", "SummaryRequest", "SummaryResult", "Tally", "TiktokenCounter",
-        "TokenCounter", "ToolCall", "__version__", "acompact", "acompact_messages", "compact",
-        "compact_messages", "counter", "from_anthropic", "from_openai", "is_context_overflow",
+        "TokenCounter", "ToolCall", "Trim", "TruncateToolResults", "__version__", "acompact",
+        "acompact_messages", "compact", "compact_messages", "counter", "from_anthropic",
+        "from_openai", "is_context_overflow",
         "is_valid", "open_store", "read_jsonl", "redact_secrets", "repair", "to_anthropic",
         "to_openai", "validate", "write_jsonl",
     }  # fmt: skip

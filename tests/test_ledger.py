@@ -19,6 +19,7 @@ from ctxfold.summarizers.identifiers import approximate_tokens
 from ctxfold.summarizers.ledger import (
     Ledger,
     build_ledger,
+    extend_ledger,
     from_data,
     merge,
     render,
@@ -596,10 +597,10 @@ def test_merge_is_associative(cuts: list[int]) -> None:
 
 
 def test_extend_reads_only_the_new_messages() -> None:
-    """`ledger.extend(new)` equals the ledger of the whole log."""
+    """`extend_ledger(ledger, new)` equals the ledger of the whole log."""
     ledger = Ledger()
     for start in range(0, len(SCRIPT), 3):
-        ledger = ledger.extend(SCRIPT[start : start + 3])
+        ledger = extend_ledger(ledger, SCRIPT[start : start + 3])
     assert ledger == build_ledger(SCRIPT)
 
 

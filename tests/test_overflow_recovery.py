@@ -16,7 +16,7 @@ import pytest
 
 from ctxfold.compactor import CompactionReport, Compactor
 from ctxfold.events import MESSAGE
-from ctxfold.messages import Message
+from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.openai import to_openai
 from ctxfold.messages.validity import validate
 from ctxfold.overflow import is_context_overflow
@@ -168,3 +168,117 @@ def test_overflows_are_counted_in_the_log_so_any_compactor_sees_them(tmp_path: P
         assert [e.type for e in session.events()].count("overflow") == 2
         session.reset()
         assert session.overflows() == 0
+
+
+# -- recovery shrinks whatever the local estimate says ---------------------------------------------
+def under_counted_history() -> list[Message]:
+    """A history our counter finds small but a provider finds huge: an old turn carries a
+    pasted blob with no spaces (one word to `FixedCounter`, thousands of tokens to a provider)."""
+    blob = "QUJD" * 4000  # 16,000 characters of base64, one "word"
+    messages = [Message("system", "You are a careful coding agent.")]
+    messages += [Message("user", f"Here is the dump of the crash: {blob}")]
+    messages += [Message("assistant", "The dump shows a bad header in src/io.py.")]
+    for turn in range(3):
+        messages += [Message("user", f"Task {turn}: look at src/mod{turn}.py")]
+        messages += [Message("assistant", f"Looked at src/mod{turn}.py; " + "fine " * 60)]
+    messages += [Message("user", "Now run the tests.")]
+    return messages
+
+
+@pytest.mark.guarantee("overflow-recovery")
+def test_overflow_shrinks_the_view_even_when_the_local_estimate_is_under_target(
+    server: FakeLLMServer,
+) -> None:
+    """The provider says the prompt is too long although our own count is far under the target:
+    the first recovery still shrinks the history, and the single retry goes through."""
+    server.max_context = 2000
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+    session = session_with(under_counted_history())
+    comp = compactor()
+    assert comp.estimate(session) < BUDGET.target_tokens
+    with pytest.raises(openai.BadRequestError) as caught:
+        send(client, session)
+    assert is_context_overflow(caught.value)
+    report = comp.recover_from_overflow(session, error=caught.value)
+    assert report.landed and report.reason == "overflow"
+    assert report.tokens_after < report.tokens_before
+    assert send(client, session)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.guarantee("overflow-recovery")
+def test_overflow_without_the_error_still_shrinks_the_view() -> None:
+    """Without the provider's error to read, a first overflow brings the view under half of what
+    it was estimated at, even when that estimate was already within the target."""
+    session = session_with(under_counted_history())
+    comp = Compactor(BUDGET, summarizer=FunctionSummarizer.returning(SHORT), counter=COUNTER)
+    before = comp.estimate(session)
+    assert before < BUDGET.target_tokens
+    report = comp.recover_from_overflow(session)
+    assert report.landed
+    assert report.target == before // 2
+    assert report.fits or report.pinned_tokens > report.target
+    assert comp.estimate(session) < before
+
+
+@pytest.mark.guarantee("overflow-recovery")
+def test_the_providers_stated_figures_recalibrate_the_recovery() -> None:
+    """When the error states the prompt's size and the model's limit, the recovery records the
+    size as provider usage and aims at the budget's share of the stated limit, counted as the
+    provider counts."""
+    session = session_with(history())
+    comp = Compactor(
+        Budget(window=100_000, keep_recent_tokens=0),
+        pipeline=Pipeline([Summarize()]),
+        summarizer=FunctionSummarizer.returning(SHORT),
+        counter=COUNTER,
+    )
+    counted = comp.estimate(session)
+    stated = counted * 3  # the provider counts three times what we do
+    error = ValueError(
+        f"This model's maximum context length is {counted} tokens. However, your messages "
+        f"resulted in {stated} tokens."
+    )
+    report = comp.recover_from_overflow(session, error=error)
+    assert report.landed
+    types = [e.type for e in session.events()]
+    assert types.index("usage") + 1 == types.index("overflow") < types.index("compaction")
+    # The budget's target fraction (0.4) of the stated limit, in provider tokens: scaled into
+    # our counter's units by the provider's ratio.
+    provider_target = int(counted * 0.4)
+    assert report.target == provider_target * counted // stated
+    assert report.fits or report.pinned_tokens > report.target
+
+
+@pytest.mark.guarantee("overflow-recovery")
+def test_recorded_usage_recalibrates_the_recovery() -> None:
+    """A provider usage report says the history is three times what we count: the recovery
+    aims at the target as the provider counts, not as we do."""
+    session = session_with(history())
+    comp = compactor()
+    counted = comp.estimate(session)
+    session.record_usage(counted * 3)
+    report = comp.recover_from_overflow(session)
+    assert report.landed
+    assert report.target == BUDGET.target_tokens // 3
+    assert report.tokens_after < counted // 3
+
+
+@pytest.mark.guarantee("overflow-recovery")
+@pytest.mark.guarantee("never-larger")
+def test_the_second_pass_never_replaces_a_result_with_something_larger() -> None:
+    """A second overflow clears tool results; a short result such as "ok" stays as it is, since
+    any placeholder would be larger than it."""
+    messages = history()
+    short = Message("assistant", None, (ToolCall("ok1", "touch", '{"path": "a.txt"}'),))
+    messages[-2:-2] = [short, Message("tool", "ok", tool_call_id="ok1")]
+    session = session_with(messages)
+    comp = compactor()
+    comp.recover_from_overflow(session)
+    second = comp.recover_from_overflow(session)
+    assert second.landed
+    after = {m.tool_call_id: m for m in session.messages() if m.role == "tool"}
+    assert after["ok1"].text == "ok"
+    originals = {m.tool_call_id: m for m in messages if m.role == "tool"}
+    for call_id, message in after.items():
+        assert COUNTER.count_message(message) <= COUNTER.count_message(originals[call_id])

@@ -13,12 +13,13 @@ import pytest
 
 from ctxfold.compactor import CompactionReport, compact_messages
 from ctxfold.compactor.drivers import Edge, run_sync
+from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import (
+    Accounts,
     ClearToolResults,
-    Ledger,
     Pipeline,
     Rules,
     SlidingWindow,
@@ -28,6 +29,7 @@ from ctxfold.pipeline import (
 )
 from ctxfold.session import Snapshot
 from ctxfold.summarizers import SummaryRequest
+from ctxfold.summarizers.record import frame_summary
 from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
@@ -73,12 +75,12 @@ def view_of(messages: list[Message], target: int, keep_steps: int = 1) -> Workin
     return WorkingView(snapshot, target, Rules(COUNTER, keep_steps=keep_steps))
 
 
-def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Ledger:
+def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Accounts:
     """Run `pipeline` over `view`, answering summary calls with `summarizer`."""
     return run_sync(pipeline.plan(view), Edge(summarizer or SHORT_SUMMARIZER, COUNTER))
 
 
-def apply(strategy: Strategy, view: WorkingView) -> Ledger:
+def apply(strategy: Strategy, view: WorkingView) -> Accounts:
     """Run one strategy alone over `view`."""
     return run(Pipeline([strategy]), view)
 
@@ -159,6 +161,21 @@ def test_keep_steps_two_keeps_the_two_newest_steps() -> None:
         if m.role == "tool" and m == old
     ]
     assert kept == ["c", "d"]
+
+
+@pytest.mark.guarantee("clearing-keeps-recent-and-small")
+def test_clearing_the_newest_step_is_refused() -> None:
+    """`ClearToolResults(keep_steps=0)` is a configuration error: the newest results are never
+    cleared, and a budget with `keep_steps=0` does not clear them either."""
+    with pytest.raises(ConfigurationError, match="keep_steps"):
+        ClearToolResults(keep_steps=0)
+    messages = [SYSTEM, Message("user", "go")]
+    for name in ("a", "b", "newest"):
+        messages += step(name, 300)
+    view = view_of(messages, target=10, keep_steps=0)
+    apply(ClearToolResults(min_tokens=0, keep_tail=False), view)
+    assert view.messages[-1] == messages[-1]
+    assert view.messages[3] != messages[3]
 
 
 @pytest.mark.guarantee("micro-compaction")
@@ -251,10 +268,10 @@ def test_decline_stops_and_keeps_the_rounds_that_worked() -> None:
     messages = history(turns=4)
     summarizer = FunctionSummarizer.returning(SHORT, None)
     view = view_of(messages, target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert any("declined" in note for note in ledger.notes)
+    assert any("declined" in note for note in accounts.notes)
     # Everything after the one summarized stretch is the original history, in order.
     summary = summaries(view)[0]
     rest = view.messages[summary + 1 :]
@@ -275,11 +292,11 @@ def test_exception_stops_and_keeps_the_rounds_that_worked() -> None:
 
     summarizer = FunctionSummarizer(flaky)
     view = view_of(history(turns=4), target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
-    assert ledger.errors == ["TimeoutError: model timed out"]
-    assert isinstance(ledger.failure, TimeoutError)
+    assert accounts.errors == ["TimeoutError: model timed out"]
+    assert isinstance(accounts.failure, TimeoutError)
 
 
 @pytest.mark.guarantee("summarize-stops-at-last-good-round")
@@ -288,11 +305,11 @@ def test_a_summary_no_smaller_than_its_stretch_is_refused() -> None:
     bloated = words(2000, "bloat")
     summarizer = FunctionSummarizer.returning(SHORT, bloated)
     view = view_of(history(turns=4), target=200)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert summarizer.calls == 2
     assert len(summaries(view)) == 1
     assert all(bloated not in m.text for m in view.messages)
-    assert any("no smaller" in note for note in ledger.notes)
+    assert any("no smaller" in note for note in accounts.notes)
 
 
 @pytest.mark.guarantee("plain-before-combined")
@@ -315,6 +332,49 @@ def test_summaries_are_combined_only_after_every_plain_turn_is_summarized() -> N
             assert request.synthetic == frozenset(range(len(request.messages)))
 
 
+def framed(label: str) -> Message:
+    """An earlier summary, as a list that ctxfold compacted before holds it."""
+    body = f"## Work done\n- {words(60, label)}"
+    return Message("user", frame_summary(body, first_seq=2, last_seq=9))
+
+
+@pytest.mark.guarantee("plain-before-combined")
+def test_a_short_plain_stretch_between_summaries_is_summarized_and_they_combine() -> None:
+    """Two summaries with a plain stretch between them too short to summarize alone: the short
+    stretch is summarized together with the summaries beside it, read once, and the run reaches
+    the target the pinned messages allow instead of stalling."""
+    short = [Message("user", "Task 1: tidy src/old.py"), Message("assistant", "Done.")]
+    messages = [SYSTEM, framed("a"), *short, framed("b"), CURRENT, *step("now", 40)]
+    view = view_of(messages, target=180)
+    assert view.pinned_tokens() < 180 < view.total
+    summarizer = FunctionSummarizer.returning(SHORT)
+    run(Pipeline([Summarize()]), view, summarizer)
+    assert view.fits
+    (request,) = summarizer.requests
+    assert list(request.messages) == messages[1:5]
+    assert request.synthetic == frozenset({0, 3})
+    assert [item.kind for item in view.items].count("summary") == 1
+
+
+@pytest.mark.guarantee("plain-before-combined")
+def test_a_short_stretch_waits_until_every_long_plain_stretch_is_summarized() -> None:
+    """Only once no plain stretch of the region can be summarized alone is a short one taken
+    with the summaries beside it."""
+    short = [Message("user", "Task 1: tidy src/old.py"), Message("assistant", "Done.")]
+    long_turn = [Message("user", "Task 2: port src/io.py"), *step("io", 300)]
+    messages = [SYSTEM, framed("a"), *short, framed("b"), *long_turn, CURRENT, *step("now", 40)]
+    summarizer = FunctionSummarizer.returning(SHORT)
+    view = view_of(messages, target=200)
+    run(Pipeline([Summarize()]), view, summarizer)
+    assert view.fits
+    first, *rest = summarizer.requests
+    assert first.tier == "turns" and first.synthetic == frozenset()
+    assert [m.text for m in first.messages][:1] == [long_turn[0].text]
+    assert rest and all(
+        set(range(len(r.messages))) - r.synthetic == set() or r.tier == "turns" for r in rest
+    )
+
+
 @pytest.mark.guarantee("unreachable-target-terminates")
 def test_unreachable_target_terminates_without_wasted_calls() -> None:
     """At a target nothing can reach, Summarize stops; every call it made became a summary, so
@@ -322,10 +382,10 @@ def test_unreachable_target_terminates_without_wasted_calls() -> None:
     messages = history(turns=5)
     summarizer = FunctionSummarizer.returning(SHORT)
     view = view_of(messages, target=1)
-    ledger = run(Pipeline([stepwise()]), view, summarizer)
+    accounts = run(Pipeline([stepwise()]), view, summarizer)
     assert not view.fits
     assert summarizer.calls == len(view.edits) > 0
-    assert ledger.effects[0].edits == summarizer.calls
+    assert accounts.effects[0].edits == summarizer.calls
     # Running it again on what it left makes no call at all.
     again = FunctionSummarizer.returning(SHORT)
     run(Pipeline([stepwise()]), view, again)
@@ -354,10 +414,10 @@ def test_an_echo_is_not_accepted_as_a_summary(answer: str) -> None:
 
     messages = history(turns=3)
     view = view_of(messages, target=300)
-    ledger = run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
+    accounts = run(Pipeline([Summarize()]), view, FunctionSummarizer(echo))
     assert view.edits == []
     assert view.messages == messages
-    assert any("echo" in note for note in ledger.notes)
+    assert any("echo" in note for note in accounts.notes)
 
 
 # -- what stays verbatim ---------------------------------------------------------------------------

@@ -9,12 +9,14 @@ resort) brings the projection back under budget.
 >>> compactor = ctxfold.Compactor(ctxfold.Budget.for_model("gpt-4o"))
 """
 
+from ctxfold._version import __version__
 from ctxfold.compactor import (
     Compacted,
     CompactionContext,
     CompactionReport,
     CompactionStart,
     Compactor,
+    Trim,
     acompact_messages,
     compact_messages,
 )
@@ -43,7 +45,14 @@ from ctxfold.messages import (
     write_jsonl,
 )
 from ctxfold.overflow import is_context_overflow
-from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
+from ctxfold.pipeline import (
+    ClearToolResults,
+    Pipeline,
+    SlidingWindow,
+    Strategy,
+    Summarize,
+    TruncateToolResults,
+)
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
 from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
@@ -59,8 +68,6 @@ from ctxfold.tokens import Budget, HeuristicCounter, ModelInfo, Tally, TiktokenC
 compact = compact_messages
 """`ctxfold.compact(messages, budget, ...)`: compact a plain list; see `compact_messages`."""
 acompact = acompact_messages
-
-__version__ = "0.1.0"
 
 
 __all__ = [
@@ -103,6 +110,8 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "Trim",
+    "TruncateToolResults",
     "__version__",
     "acompact",
     "acompact_messages",

@@ -103,11 +103,16 @@ class Event:
 @dataclass(frozen=True)
 class IdentifierCounts:
     """How the identifier check went for one summary: identifiers found in it (`kept`), added to
-    it because the summarizer left them out (`added`), and left out for lack of room."""
+    it because the summarizer left them out (`added`), and left out for lack of room.
+
+    `held` lists the identifiers of the stretch the summary holds verbatim (None in logs written
+    before it was recorded). A later summary that combines this one accounts for exactly these,
+    whatever the summary's format (`identifiers-survive`)."""
 
     kept: int = 0
     added: int = 0
     left_out: tuple[str, ...] = ()
+    held: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,8 @@ class Compaction:
                 "added": ids.added,
                 "left_out": list(ids.left_out),
             }
+            if ids.held is not None:
+                data["identifiers"]["held"] = list(ids.held)
         for key in (
             "tokens_before",
             "tokens_after",
@@ -448,11 +455,17 @@ def _pair(data: Mapping[str, Any], key: str, what: str) -> tuple[int, int] | Non
 
 
 def _identifier_counts(data: Mapping[str, Any]) -> IdentifierCounts:
-    left_out = data.get("left_out") or []
-    if not isinstance(left_out, list) or not all(isinstance(i, str) for i in left_out):
-        raise InvalidInputError("a compaction's identifiers.left_out must be a list of strings")
+    lists: dict[str, tuple[str, ...] | None] = {}
+    for key in ("left_out", "held"):
+        value = data.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(i, str) for i in value)
+        ):
+            raise InvalidInputError(f"a compaction's identifiers.{key} must be a list of strings")
+        lists[key] = None if value is None else tuple(value)
     return IdentifierCounts(
         kept=_opt(data, "kept", int, COMPACTION) or 0,
         added=_opt(data, "added", int, COMPACTION) or 0,
-        left_out=tuple(left_out),
+        left_out=lists["left_out"] or (),
+        held=lists["held"],
     )

@@ -11,14 +11,19 @@ a generic 400, so the test reads the fields each provider documents:
   installed or imported.
 
 Wrapped errors count too: the chain of `__cause__` and `__context__` is followed (`causes`), so a
-`SummarizerError` raised from an SDK overflow is itself recognised. `stated_window` reads the
-window such an error names, for a summarizer that re-plans its pieces under it.
+`SummarizerError` raised from an SDK overflow is itself recognised.
+
+`overflow_figures` reads what the error states, when it does: the size the provider measured
+for the refused prompt and the model's limit. Overflow recovery uses both (the measured size as
+provider usage, the limit in place of a window that was set too large), and so does a summarizer
+that re-plans its pieces under the limit.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 _OVERFLOW_CLASS_NAMES = frozenset({"ContextWindowExceededError"})
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
@@ -29,6 +34,27 @@ _OVERFLOW_PHRASES = (
 )
 _MAX_CHAIN = 16
 """How many linked exceptions to follow; cycles and absurd chains stop here."""
+
+_NUMBER = r"(\d[\d,]*)"
+# OpenAI: "maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"
+# (or "you requested 9500 tokens (9000 in the messages, 500 in the completion)").
+_OPENAI_LIMIT = re.compile(rf"maximum context length is {_NUMBER} tokens", re.IGNORECASE)
+_OPENAI_PROMPT = re.compile(
+    rf"(?:resulted in {_NUMBER} tokens|\({_NUMBER} in the messages)", re.IGNORECASE
+)
+# Proxies and other providers: "... exceeds the context window of 32768 tokens".
+_WINDOW_OF = re.compile(rf"context window of {_NUMBER}", re.IGNORECASE)
+# Anthropic: "prompt is too long: 208310 tokens > 200000 maximum".
+_ANTHROPIC = re.compile(rf"prompt is too long:\s*{_NUMBER} tokens\s*>\s*{_NUMBER}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OverflowFigures:
+    """What a context-overflow error states, in the provider's tokens: the size it measured for
+    the refused prompt (`prompt_tokens`) and the model's limit (`limit`); None where unstated."""
+
+    prompt_tokens: int | None = None
+    limit: int | None = None
 
 
 def is_context_overflow(exc: BaseException | None) -> bool:
@@ -51,25 +77,6 @@ def causes(exc: BaseException | None) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
-
-
-_STATED_WINDOW = re.compile(
-    r"maximum context length is (\d+)|> (\d+) maximum|context window of (\d+)", re.IGNORECASE
-)
-
-
-def stated_window(exc: BaseException) -> int | None:
-    """The window, in tokens, that an overflow error states ("maximum context length is 8192
-    tokens", "... tokens > 200000 maximum"), searching its chain of causes; None when none does.
-
-    >>> stated_window(ValueError("This model's maximum context length is 8192 tokens"))
-    8192
-    """
-    for current in causes(exc):
-        match = _STATED_WINDOW.search(str(current))
-        if match:
-            return int(next(group for group in match.groups() if group))
-    return None
 
 
 def _says_overflow(exc: BaseException) -> bool:
@@ -95,3 +102,36 @@ def _body_message(exc: BaseException) -> str:
     if isinstance(error, dict):
         return str(error.get("message", ""))
     return str(error)
+
+
+def overflow_figures(exc: BaseException | None) -> OverflowFigures:
+    """The prompt size and limit an overflow error states (following the exception chain), as far
+    as it states them.
+
+    >>> overflow_figures(ValueError("prompt is too long: 208310 tokens > 200000 maximum"))
+    OverflowFigures(prompt_tokens=208310, limit=200000)
+    >>> overflow_figures(TimeoutError("timed out"))
+    OverflowFigures(prompt_tokens=None, limit=None)
+    """
+    for current in causes(exc):
+        text = " ".join(str(part) for part in (current, _body_message(current)) if part)
+        figures = _figures(text)
+        if figures.prompt_tokens is not None or figures.limit is not None:
+            return figures
+    return OverflowFigures()
+
+
+def _figures(text: str) -> OverflowFigures:
+    anthropic = _ANTHROPIC.search(text)
+    if anthropic:
+        return OverflowFigures(_int(anthropic.group(1)), _int(anthropic.group(2)))
+    limit = _OPENAI_LIMIT.search(text) or _WINDOW_OF.search(text)
+    prompt = _OPENAI_PROMPT.search(text)
+    return OverflowFigures(
+        _int(prompt.group(1) or prompt.group(2)) if prompt else None,
+        _int(limit.group(1)) if limit else None,
+    )
+
+
+def _int(digits: str) -> int:
+    return int(digits.replace(",", ""))

@@ -142,18 +142,17 @@ def summarizer_options(command: F) -> F:
     )(command)
 
 
-def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer:
+def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer | None:
     """The summarizer `spec` names: ``extractive``, ``openai:MODEL`` or ``anthropic:MODEL``.
 
-    With `redact`, an LLM summarizer scrubs secrets from everything it sends (its default);
-    without, it sends the history as it is. The SDK is imported only here, so the other choices
-    work without it installed.
+    ``extractive`` is None: the compactor's own default, which counts with the compactor's
+    counter, so a summary's budget is in the same exact tokens as the window. With `redact`, an
+    LLM summarizer scrubs secrets from everything it sends (its default); without, it sends the
+    history as it is. The SDK is imported only here, so the other choices work without it.
     """
     kind, _, model = spec.partition(":")
     if kind == "extractive" and not model:
-        from ctxfold.summarizers.extractive import ExtractiveSummarizer
-
-        return cast("SyncSummarizer", ExtractiveSummarizer())
+        return None
     if kind in ("openai", "anthropic") and model:
         from ctxfold.summarizers.redact import redact_secrets
 

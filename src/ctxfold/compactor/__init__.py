@@ -4,7 +4,7 @@ from ctxfold.compactor.background import Background
 from ctxfold.compactor.compactor import Compactor
 from ctxfold.compactor.context import CompactionContext
 from ctxfold.compactor.lists import Compacted, acompact_messages, compact_messages
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Reason
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Reason, Trim
 
 __all__ = [
     "Background",
@@ -15,6 +15,7 @@ __all__ = [
     "Compactor",
     "Outcome",
     "Reason",
+    "Trim",
     "acompact_messages",
     "compact_messages",
 ]

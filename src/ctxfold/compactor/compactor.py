@@ -15,9 +15,10 @@ from typing import Any
 from ctxfold.compactor.background import Background, BackgroundRuns, tend
 from ctxfold.compactor.drivers import Edge, run_async, run_sync
 from ctxfold.compactor.landing import compaction
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason, Trim
 from ctxfold.compactor.run import Callback, RunSettings
 from ctxfold.errors import BudgetError, ConfigurationError
+from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
@@ -28,6 +29,14 @@ from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
 
 log = logging.getLogger("ctxfold.compactor")
+
+AppTrigger = Callable[[int, Session], bool]
+"""`should_compact(estimate, session) -> bool`: the application's own trigger; `estimate` is in
+tokens."""
+
+OVERFLOW_SHRINK = 0.5
+"""After a context overflow, the view is brought to at most this share of its estimate: the
+provider refused what the estimate said would fit, so the estimate was short."""
 
 
 class Compactor:
@@ -47,6 +56,14 @@ class Compactor:
     - `tools`: the tool schemas sent with each request; they count against the budget
       (`tool-schemas-counted`).
     - `on_start(CompactionStart)`, `on_report(CompactionReport)`: observe each run (`run-reported`).
+    - `on_trim(Trim)`: told what each landed edit took out of the view, once it is stored
+      (`trim-reported`).
+    - `should_compact(estimate, session) -> bool`: the application's own trigger, asked at each
+      automatic check beside the budget (`app-trigger`). Compaction starts when either says so:
+      the predicate can start it early (every few turns, at the end of a task), never hold it
+      back once the estimate reaches the budget's trigger point, so a session cannot overflow.
+      `min_messages` holds either way; the run aims at the budget's target (with `on_compact`,
+      the callback picks the ranges). `estimate` is in tokens.
     - `summary_role`: the role summaries and notes are projected with (default "user").
     - `background`: True (or a `Background` with its marks) plans and summarizes off the turn,
       from a soft point below the trigger, and lands the result at the trigger at once
@@ -73,11 +90,18 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         on_start: Callable[[CompactionStart], Any] | None = None,
         on_report: Callable[[CompactionReport], Any] | None = None,
+        on_trim: Callable[[Trim], Any] | None = None,
+        should_compact: AppTrigger | None = None,
         summary_role: SummaryRole = "user",
         background: bool | Background = False,
     ) -> None:
         if budget is not None and not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
+        if should_compact is not None and budget is None:
+            raise ConfigurationError(
+                "should_compact needs a budget: the budget gives the target a compaction aims "
+                "at, and stays the safety net at its trigger point"
+            )
         if summary_role not in SUMMARY_ROLES:
             raise ConfigurationError(
                 f"summary_role must be user, assistant or system, not {summary_role!r}"
@@ -95,6 +119,9 @@ class Compactor:
         self.tools = list(tools or [])
         self.on_start = on_start
         self.on_report = on_report
+        self.on_trim = on_trim
+        self.app_trigger = should_compact
+        """The `should_compact` predicate, or None; may be replaced at any time."""
         self.summary_role = summary_role
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
         self.background = Background() if background is True else background or None
@@ -108,15 +135,31 @@ class Compactor:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
     def should_compact(self, session: Session) -> bool:
-        """True when the estimate has reached the trigger and the session has at least
-        `min_messages` messages (`min-messages`). Always False without a budget
-        (`budget-live-and-validated`)."""
+        """True when the session has at least `min_messages` messages (`min-messages`) and the
+        estimate has reached the budget's trigger, or the application's `should_compact`
+        predicate says so (`app-trigger`). Always False without a budget
+        (`budget-live-and-validated`). A predicate that raises is logged and the budget alone
+        decides."""
         budget = self.budget
         if budget is None:
             return False
         if session.message_count() < budget.min_messages:
             return False
-        return budget.should_compact(self.estimate(session))
+        estimate = self.estimate(session)
+        if budget.should_compact(estimate):
+            return True
+        predicate = self.app_trigger
+        if predicate is None:
+            return False
+        try:
+            return bool(predicate(estimate, session))
+        except Exception as exc:  # the application's code must not break the agent's turn
+            log.warning(
+                "ctxfold: should_compact raised %s: %s; the budget decides alone",
+                type(exc).__name__,
+                exc,
+            )
+            return False
 
     # -- running ---------------------------------------------------------------------------
     def maybe_compact(self, session: Session) -> CompactionReport | None:
@@ -184,29 +227,53 @@ class Compactor:
         flow = self._flow("manual", target, manual=True)
         return self._finish(await run_async(flow, self._edge(), _sync(session)))
 
-    def recover_from_overflow(self, session: Session) -> CompactionReport:
+    def recover_from_overflow(
+        self, session: Session, *, error: BaseException | None = None
+    ) -> CompactionReport:
         """After a provider's context-overflow error (see `is_context_overflow`): record it in
-        the log and compact, so the caller can retry once. From the second overflow of a session
-        on, tool results are cleared instead (`overflow-recovery`). Nothing is appended to the
+        the log and compact, so the caller can retry once (`overflow-recovery`).
+
+        The first overflow of a session runs the pipeline toward the budget's target, and toward
+        at most half of the estimate: the provider has just shown the estimate to be short, so
+        the view shrinks even when the estimate was within the target. Pass the provider's
+        `error` and what it states is used too: the size it measured is recorded as provider
+        usage (the estimate and the target are then counted as the provider counts), and a
+        stated limit below the budget's window scales the target down to it. From the second
+        overflow of a session on, tool results are cleared instead. Nothing is appended to the
         conversation itself."""
+        figures = overflow_figures(error)
+        if figures.prompt_tokens is not None:
+            session.record_usage(figures.prompt_tokens)
         session.record_overflow()
-        flow = self._overflow_flow(session.overflows())
+        flow = self._overflow_flow(session.overflows(), figures.limit)
         return self._finish(run_sync(flow, self._edge(), session))
 
-    async def arecover_from_overflow(self, session: Session | AsyncSession) -> CompactionReport:
+    async def arecover_from_overflow(
+        self, session: Session | AsyncSession, *, error: BaseException | None = None
+    ) -> CompactionReport:
         """`recover_from_overflow` for asyncio code."""
         sync = _sync(session)
+        figures = overflow_figures(error)
+        if figures.prompt_tokens is not None:
+            await asyncio.to_thread(sync.record_usage, figures.prompt_tokens)
         await asyncio.to_thread(sync.record_overflow)
-        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows))
+        flow = self._overflow_flow(await asyncio.to_thread(sync.overflows), figures.limit)
         return self._finish(await run_async(flow, self._edge(), sync))
 
     # -- internals -------------------------------------------------------------------------
-    def _overflow_flow(self, overflows: int) -> Any:
+    def _overflow_flow(self, overflows: int, limit: int | None) -> Any:
         # The count lives in the log, so every compactor and process sees the same one.
-        if overflows <= 1:
-            return self._flow("overflow")
-        clear = Pipeline([ClearToolResults(min_tokens=0)])
-        return self._flow("overflow", target=0, pipeline=clear)
+        if overflows > 1:
+            clear = Pipeline([ClearToolResults(min_tokens=0)])
+            return self._flow("overflow", target=0, pipeline=clear)
+        budget = self.budget
+        if budget is None:
+            raise BudgetError("this compactor has no budget; overflow recovery needs its target")
+        target = budget.target_tokens
+        if limit is not None and 0 < limit < budget.window:
+            # The model's real window is smaller than the budget says: the same share of it.
+            target = target * limit // budget.window
+        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK)
 
     def _flow(
         self,
@@ -215,15 +282,21 @@ class Compactor:
         *,
         manual: bool = False,
         pipeline: Pipeline | None = None,
+        shrink: float | None = None,
     ) -> Any:
-        return compaction(self._settings(reason, target, manual, pipeline), manual=manual)
+        settings = self._settings(
+            reason, target, raise_failures=manual, pipeline=pipeline, shrink=shrink
+        )
+        return compaction(settings, manual=manual)
 
     def _settings(
         self,
         reason: Reason,
         target: int | None = None,
-        manual: bool = False,
+        *,
+        raise_failures: bool = False,
         pipeline: Pipeline | None = None,
+        shrink: float | None = None,
     ) -> RunSettings:
         """The settings of one run, read from the budget as it is now."""
         budget = self.budget
@@ -235,6 +308,8 @@ class Compactor:
             counter=self.counter,
             keep_steps=budget.keep_steps if budget else 1,
             keep_recent_tokens=budget.keep_recent_tokens if budget else 0,
+            keep_count=budget.keep_count if budget else 0,
+            min_messages=budget.min_messages if budget else 0,
             summary_role=self.summary_role,
             redact=self.redact,
         )
@@ -244,7 +319,8 @@ class Compactor:
             target=target,
             reason=reason,
             on_compact=self.on_compact,
-            raise_failures=manual,
+            raise_failures=raise_failures,
+            shrink=shrink,
         )
 
     def _tend(self, budget: Budget) -> Any:
@@ -269,7 +345,7 @@ class Compactor:
         return reports[-1] if reports else None
 
     def _edge(self) -> Edge:
-        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start)
+        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start, self.on_trim)
 
     def _finish(self, report: CompactionReport) -> CompactionReport:
         if report.error:

@@ -17,10 +17,11 @@ from typing import Any
 from ctxfold._drive import adrive, drive
 from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
 from ctxfold.messages import Message
-from ctxfold.pipeline.ledger import Ledger
+from ctxfold.pipeline.accounting import Accounts
 from ctxfold.pipeline.proposals import Replace
+from ctxfold.pipeline.summarize import identifier_counts, stretch_request, summary_budget
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.identifiers import extract_identifiers, verify
 from ctxfold.summarizers.record import frame_summary
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
@@ -54,14 +55,14 @@ class CompactionContext:
     def __init__(
         self,
         view: WorkingView,
-        ledger: Ledger,
+        accounts: Accounts,
         *,
         session_id: str | None,
         resolve: Resolve | None = None,
         aresolve: AsyncResolve | None = None,
     ) -> None:
         self._view = view
-        self._ledger = ledger
+        self._accounts = accounts
         self._resolve = resolve
         self._aresolve = aresolve
         self.session_id = session_id
@@ -176,23 +177,25 @@ class CompactionContext:
                 f"range [{start}, {stop}) covers message {touched[0]}, which is pinned (the "
                 "system block, a pending call, or an application pin)"
             )
-        stretch = view.to_summarize(start, stop)
+        budget = summary_budget(view)
         if summarize is None:
-            synthetic = frozenset(i - start for i in range(start, stop) if view.items[i].synthetic)
-            request = build_request(
-                stretch, synthetic=synthetic, tier="range", tokens=view.tokens(start, stop)
-            )
+            request = stretch_request(view, start, stop, max_tokens=budget, tier="range")
             answer: SummaryResult = yield request
-            self._ledger.answered(request, answer)
+            self._accounts.answered(request, answer)
             text = answer.text
+            identifiers = list(request.identifiers)
         else:
-            text = yield _Ask(summarize, list(stretch))
+            text = yield _Ask(summarize, view.to_summarize(start, stop))
+            identifiers = extract_identifiers(view.originals(start, stop))
         if text is None or not str(text).strip():
-            self._ledger.notes.append(
+            self._accounts.notes.append(
                 f"callback range [{start}, {stop}) declined by its summarizer"
             )
             return self.messages
-        body = view.redact(str(text).strip())
+        # Checked like every summary (`identifiers-survive`), whoever wrote it; redacted after,
+        # so that the check cannot put a redacted secret back.
+        checked = verify(str(text).strip(), identifiers, budget, view.count_text)
+        body = view.redact(checked.text)
         low, high = view.items[start].span[0], view.items[stop - 1].span[1]
         role = view.summary_role
         edit = Replace(
@@ -201,14 +204,15 @@ class CompactionContext:
             Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
             kind="summary",
             protected=protected,
+            identifiers=identifier_counts(checked, identifiers, body),
             range=(start, stop),
             summary=body,
         )
         replaced = view.items[start:stop]
         if view.apply(edit, STRATEGY):
-            self._ledger.applied(edit, replaced, view)
+            self._accounts.applied(edit, replaced, view)
         else:
-            self._ledger.notes.append(
+            self._accounts.notes.append(
                 f"callback range [{start}, {stop}) refused: its summary was not smaller"
             )
         return self.messages

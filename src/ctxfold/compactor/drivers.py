@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from ctxfold._drive import adrive, drive
 from ctxfold.compactor.context import CompactionContext
-from ctxfold.compactor.landing import Append, ReadEvents, ReadSnapshot, Started
-from ctxfold.compactor.report import CompactionStart
+from ctxfold.compactor.landing import Append, ReadEvents, ReadSnapshot, Started, Trimmed
+from ctxfold.compactor.report import CompactionStart, Trim
 from ctxfold.compactor.run import CallbackCall
 from ctxfold.errors import ConfigurationError
 from ctxfold.pipeline.proposals import SummaryCall
@@ -35,12 +35,18 @@ R = TypeVar("R")
 @dataclass(frozen=True)
 class Edge:
     """What a driver answers with: the default summarizer, the counter a snapshot is counted
-    with, the tool schemas' tokens, and the `on_start` listener."""
+    with, the tool schemas' tokens, and the `on_start` and `on_trim` listeners."""
 
     summarizer: Summarizer
     counter: TokenCounter
     tools_tokens: int = 0
     on_start: Callable[[CompactionStart], Any] | None = None
+    on_trim: Callable[[Trim], Any] | None = None
+
+    def trimmed(self, step: Trimmed) -> None:
+        if self.on_trim is not None:
+            for trim in step.trims:
+                self.on_trim(trim)
 
     def chosen(self, summarizer: Summarizer | None) -> NormalizedSummarizer:
         return as_summarizer(summarizer if summarizer is not None else self.summarizer)
@@ -76,6 +82,8 @@ def run_sync(
             if edge.on_start is not None:
                 edge.on_start(step.start)
             return None
+        if isinstance(step, Trimmed):
+            return edge.trimmed(step)
         io = _session(session, step)
         if isinstance(step, ReadSnapshot):
             return io.snapshot(edge.counter, tools_tokens=edge.tools_tokens)
@@ -137,6 +145,8 @@ async def run_async(
             if edge.on_start is not None:
                 edge.on_start(step.start)
             return None
+        if isinstance(step, Trimmed):
+            return edge.trimmed(step)
         io = _session(session, step)
         if isinstance(step, ReadSnapshot):
             return await asyncio.to_thread(
@@ -165,7 +175,7 @@ def is_own(step: Any) -> bool:
 
 
 def _context(step: CallbackCall, **resolvers: Any) -> CompactionContext:
-    return CompactionContext(step.view, step.ledger, session_id=step.session_id, **resolvers)
+    return CompactionContext(step.view, step.accounts, session_id=step.session_id, **resolvers)
 
 
 def _session(session: Session | None, step: Any) -> Session:

@@ -1,8 +1,8 @@
 """A whole compaction of a session: read a snapshot, plan, land, and retry, within bounds.
 
 Written once, as a generator that does no I/O itself: it yields what it needs done (`ReadSnapshot`,
-`Append`, `ReadEvents`, `Started`) next to the run's own steps (summary and callback calls), and
-the two drivers in `ctxfold.compactor.drivers` do each, one blocking, one awaiting.
+`Append`, `ReadEvents`, `Started`, `Trimmed`) next to the run's own steps (summary and callback
+calls), and the two drivers in `ctxfold.compactor.drivers` do each, one blocking, one awaiting.
 
 Landing is one atomic append with `expected_seq`, so the edits land on exactly the history they
 were planned on. When another writer got there first (`ConflictError`), the flow reads what
@@ -27,7 +27,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Trim
 from ctxfold.compactor.run import Planned, RunSettings, Step, plan
 from ctxfold.errors import ConflictError, EmptySessionError, InvalidHistoryError
 from ctxfold.events import RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
@@ -52,6 +52,13 @@ class Started:
 
 
 @dataclass(frozen=True)
+class Trimmed:
+    """Tell `on_trim` listeners what each landed edit took out; answered with nothing."""
+
+    trims: tuple[Trim, ...]
+
+
+@dataclass(frozen=True)
 class Append:
     """Append `events` with `expected_seq`; answered with the stored events, or a
     `ConflictError` / `InvalidHistoryError` thrown in."""
@@ -67,7 +74,7 @@ class ReadEvents:
     after: int
 
 
-SessionStep = Step | ReadSnapshot | Started | Append | ReadEvents
+SessionStep = Step | ReadSnapshot | Started | Trimmed | Append | ReadEvents
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,16 @@ def compaction(
             return planned.report(time.perf_counter() - started)
         landing = yield from _land(planned.edits, planned.base_seq)
         if landing.stored:
-            return planned.report(time.perf_counter() - started, stored=landing.stored)
+            report = planned.report(time.perf_counter() - started, stored=landing.stored)
+            try:
+                yield Trimmed(planned.trims(landing.stored))
+            except Exception as exc:
+                # The edits are stored already: the trigger reports the listener's failure
+                # beside the landed outcome; a manual compact raises it.
+                if settings.raise_failures:
+                    raise
+                report = replace(report, error=f"on_trim raised {type(exc).__name__}: {exc}")
+            return report
         why = landing.why
         if not landing.replan:
             break
@@ -111,7 +127,10 @@ def planning(
             raise EmptySessionError(f"session {snapshot.session_id!r} has no messages to compact")
         yield Started(
             CompactionStart(
-                snapshot.session_id, settings.reason, snapshot.estimate, settings.target
+                snapshot.session_id,
+                settings.reason,
+                snapshot.estimate,
+                settings.target_for(snapshot),
             )
         )
     planned: Planned = yield from plan(snapshot, settings)

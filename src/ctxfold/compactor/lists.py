@@ -109,14 +109,15 @@ def _prepare(
             raise InvalidInputError(
                 f"message {position} is a {type(message).__name__}, not a ctxfold Message"
             )
-    # A compactor gives the defaults (counter, summarizer, ladder) and reads the budget; a
-    # manual run raises what a summarizer raises.
+    # A compactor gives the defaults (counter, summarizer, ladder) and reads the budget. A
+    # summarizer that raises makes the run decline, keeping the rounds that worked: the caller
+    # gets a usable list and a report that says what failed.
     compactor = Compactor(budget, pipeline, summarizer, counter, redact=redact, tools=tools)
     edge = compactor._edge()
     snapshot = Snapshot.of_messages(
         messages, compactor.counter, tools_tokens=edge.tools_tokens, session_id=LIST_SESSION
     )
-    return snapshot, compactor._settings("manual", target, manual=True), edge
+    return snapshot, compactor._settings("manual", target), edge
 
 
 def _fold(snapshot: Snapshot, planned: Planned, started: float) -> Compacted:

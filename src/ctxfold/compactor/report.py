@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ctxfold.events import Event
-from ctxfold.pipeline.ledger import StrategyEffect
+from ctxfold.messages import Message
+from ctxfold.pipeline.accounting import StrategyEffect
 
 Reason = Literal["threshold", "overflow", "manual", "callback"]
 """Why a run ran: the automatic trigger, a provider's overflow, a manual call, or an
@@ -41,6 +42,38 @@ class CompactionStart:
 
 
 @dataclass(frozen=True)
+class Trim:
+    """What one landed edit took out of the model's view; `on_trim` listeners get one per edit,
+    in log order, once the run's edits are stored (`trim-reported`).
+
+    - `seq`: the seq of the compaction or mask event; `kind`: "summary", "note" or "mask";
+      `strategy`: what made it ("summarize", "sliding_window", "clear_tool_results",
+      "callback", ...); `reason`: why the run ran.
+    - `first_seq`, `last_seq`: the first and last original log seqs it stands for; the
+      originals stay in the log and can be recalled from there.
+    - `removed`: the messages it took out, as the model last saw them (for a mask, the tool
+      results as they were before it); `replacement`: what stands in their place (the summary or
+      note, or each result's new content, in the same order).
+    - `summary`: a summary's text before ctxfold framed it; None for notes and masks.
+    - `tokens_before`, `tokens_after`: what `removed` and `replacement` take, in the compactor's
+      counter units.
+    """
+
+    session_id: str | None
+    seq: int
+    kind: Literal["summary", "note", "mask"]
+    strategy: str
+    reason: Reason
+    first_seq: int
+    last_seq: int
+    removed: tuple[Message, ...]
+    replacement: tuple[Message, ...]
+    summary: str | None
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
 class CompactionReport:
     """One compaction run, landed or not: `Compactor.compact` returns one every time.
 
@@ -67,7 +100,12 @@ class CompactionReport:
     stretch_tokens: int = 0
     """History tokens handed to summarizers in this run."""
     identifiers_kept: int = 0
+    """Identifiers of the summarized stretches that the new summaries hold verbatim."""
+    identifiers_restored: int = 0
+    """Of those, how many a summarizer left out and ctxfold put back (`identifiers-survive`)."""
     identifiers_left_out: int = 0
+    """Identifiers of the summarized stretches missing from the view for lack of room; they are
+    listed in `left_out`."""
     left_out: tuple[str, ...] = ()
     summaries: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

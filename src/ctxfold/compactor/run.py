@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.compactor.context import CompactionContext
-from ctxfold.compactor.report import CompactionReport, Outcome, Reason
+from ctxfold.compactor.report import CompactionReport, Outcome, Reason, Trim
 from ctxfold.events import Compaction, Event, Mask
-from ctxfold.pipeline.ledger import Ledger, StrategyEffect
+from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.proposals import SummaryCall
 from ctxfold.pipeline.rules import Rules
-from ctxfold.pipeline.view import WorkingView
+from ctxfold.pipeline.view import Applied, WorkingView
 from ctxfold.session.snapshot import Snapshot
 
 Callback = Callable[[CompactionContext], Any]
@@ -29,14 +29,14 @@ Callback = Callable[[CompactionContext], Any]
 
 @dataclass(frozen=True)
 class CallbackCall:
-    """Run the application's `on_compact` callback over `view`, recording into `ledger`.
+    """Run the application's `on_compact` callback over `view`, recording into `accounts`.
 
     The driver builds the `CompactionContext` (it knows how to fetch summaries) and sends nothing
-    meaningful back; what the callback did is in the view and the ledger."""
+    meaningful back; what the callback did is in the view and the accounts."""
 
     callback: Callback
     view: WorkingView
-    ledger: Ledger
+    accounts: Accounts
     session_id: str | None
 
 
@@ -56,6 +56,16 @@ class RunSettings:
     raise_failures: bool = False
     """True for a manual compact: what a summarizer or callback raised is raised, and nothing
     lands (`auto-trigger-isolates-failures`)."""
+    shrink: float | None = None
+    """When set, the target is at most this share of the snapshot's estimate: after a provider
+    refused the prompt, the view must get smaller whatever the estimate says
+    (`overflow-recovery`)."""
+
+    def target_for(self, snapshot: Snapshot) -> int:
+        """The target of a run over `snapshot`, in provider tokens."""
+        if self.shrink is None:
+            return self.target
+        return min(self.target, int(snapshot.estimate * self.shrink))
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,34 @@ class Planned:
     target: int
     pinned_tokens: int
     effects: tuple[StrategyEffect, ...]
-    ledger: Ledger
+    accounts: Accounts
     failed: bool
+    changes: tuple[Applied, ...] = ()
+    """For each of `edits`, what it took out of the view and put in."""
+
+    def trims(self, stored: Sequence[Event]) -> tuple[Trim, ...]:
+        """What each edit, stored as `stored` (one event per edit, in order), took out."""
+        out = []
+        for event, edit, change in zip(stored, self.edits, self.changes, strict=True):
+            removed = tuple(item.message for item in change.removed)
+            spans = [item.span for item in change.removed]
+            out.append(
+                Trim(
+                    session_id=self.session_id,
+                    seq=event.seq,
+                    kind="mask" if isinstance(edit, Mask) else edit.kind,
+                    strategy=edit.strategy,
+                    reason=self.reason,
+                    first_seq=min(low for low, _ in spans),
+                    last_seq=max(high for _, high in spans),
+                    removed=removed,
+                    replacement=tuple(item.message for item in change.added),
+                    summary=change.summary,
+                    tokens_before=change.tokens_before,
+                    tokens_after=change.tokens_after,
+                )
+            )
+        return tuple(out)
 
     @property
     def outcome(self) -> Outcome:
@@ -92,11 +128,11 @@ class Planned:
         error: str | None = None,
     ) -> CompactionReport:
         """The report of this run: landed as `stored`, or ended with `outcome`."""
-        ledger = self.ledger
+        accounts = self.accounts
         landed = bool(stored)
         tokens_after = self.tokens_after if landed else self.tokens_before
-        if error is None and ledger.errors:
-            error = ledger.errors[0]
+        if error is None and accounts.errors:
+            error = accounts.errors[0]
         return CompactionReport(
             session_id=self.session_id,
             reason=self.reason,
@@ -106,16 +142,17 @@ class Planned:
             fits=tokens_after <= self.target,
             pinned_tokens=self.pinned_tokens,
             strategies=self.effects,
-            summarizer_calls=ledger.summarizer_calls,
-            summarizer_input_tokens=ledger.summarizer_input_tokens,
-            summarizer_output_tokens=ledger.summarizer_output_tokens,
-            summarizer_model=ledger.summarizer_model,
-            stretch_tokens=ledger.stretch_tokens,
-            identifiers_kept=ledger.identifiers_kept,
-            identifiers_left_out=ledger.identifiers_left_out,
-            left_out=tuple(ledger.left_out),
-            summaries=tuple(ledger.summaries),
-            notes=tuple(ledger.notes),
+            summarizer_calls=accounts.summarizer_calls,
+            summarizer_input_tokens=accounts.summarizer_input_tokens,
+            summarizer_output_tokens=accounts.summarizer_output_tokens,
+            summarizer_model=accounts.summarizer_model,
+            stretch_tokens=accounts.stretch_tokens,
+            identifiers_kept=accounts.identifiers_kept,
+            identifiers_restored=accounts.identifiers_restored,
+            identifiers_left_out=accounts.identifiers_left_out,
+            left_out=tuple(accounts.left_out),
+            summaries=tuple(accounts.summaries),
+            notes=tuple(accounts.notes),
             duration_s=duration_s,
             outcome="landed" if landed else (outcome or self.outcome),
             error=error,
@@ -125,31 +162,31 @@ class Planned:
 
 def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Planned]:
     """Plan a compaction of `snapshot` toward `settings.target`; see the module docstring."""
-    view = WorkingView(snapshot, snapshot.scaled(settings.target), settings.rules)
-    ledger = Ledger()
+    view = WorkingView(snapshot, snapshot.scaled(settings.target_for(snapshot)), settings.rules)
+    accounts = Accounts()
     tokens_before = view.total
     reason = settings.reason
     failed = False
     if settings.on_compact is not None:
         try:
-            yield CallbackCall(settings.on_compact, view, ledger, snapshot.session_id)
+            yield CallbackCall(settings.on_compact, view, accounts, snapshot.session_id)
         except Exception as exc:
             # `auto-trigger-isolates-failures`: a manual compact raises it; the automatic
             # trigger reports it, and nothing the callback did lands.
             if settings.raise_failures:
                 raise
-            ledger.raised(exc)
+            accounts.raised(exc)
             failed = True
         if view.edits and not failed:
             reason = "callback"
-            ledger.effects.append(
+            accounts.effects.append(
                 StrategyEffect("callback", tokens_before, view.total, len(view.edits))
             )
     if not failed and not view.fits:
-        yield from settings.pipeline.plan(view, ledger)
-        if ledger.failure is not None:
+        yield from settings.pipeline.plan(view, accounts)
+        if accounts.failure is not None:
             if settings.raise_failures:
-                raise ledger.failure
+                raise accounts.failure
             failed = not view.edits
     return Planned(
         edits=() if failed else tuple(view.edits),
@@ -160,7 +197,8 @@ def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Plan
         tokens_after=view.total,
         target=view.target,
         pinned_tokens=view.pinned_tokens(),
-        effects=tuple(ledger.effects),
-        ledger=ledger,
+        effects=tuple(accounts.effects),
+        accounts=accounts,
         failed=failed,
+        changes=() if failed else tuple(view.changes),
     )

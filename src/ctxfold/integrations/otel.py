@@ -56,7 +56,7 @@ class CompactionTracer:
     """
 
     def __init__(self, tracer_provider: Any = None) -> None:
-        from ctxfold import __version__
+        from ctxfold._version import __version__
 
         self.tracer = trace.get_tracer("ctxfold", __version__, tracer_provider=tracer_provider)
         self._open: dict[str, list[Any]] = {}

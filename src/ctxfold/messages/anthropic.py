@@ -6,6 +6,13 @@ blocks between them a user message. An assistant message stays one `Message`: it
 joined into `content`, its `tool_use` blocks become `ToolCall`s whose arguments are the JSON text
 of `input`.
 
+Summaries and notes that ctxfold wrote (recognised by their frame, see `ctxfold.messages.frames`)
+are placed where the API accepts them whatever role they were projected with: one written as a
+system message is sent as a user message (the `system` parameter keeps the real system prompt
+only), and one written as an assistant message that would open the conversation is sent as a
+user message too. `anthropic_role` says which role a message is sent with, and the validator
+checks that role.
+
 What ctxfold does not interpret (thinking and redacted_thinking blocks, images, `cache_control`,
 `is_error`, the original blocks) is kept under `extra["anthropic"]` so that
 `to_anthropic(from_anthropic(msgs, system))` gives back `(system, msgs)`. Kept blocks are written
@@ -22,6 +29,7 @@ from typing import Any, cast
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
+from ctxfold.messages.frames import frame_kind
 
 SystemPrompt = str | list[dict[str, Any]] | None
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -97,12 +105,16 @@ def to_anthropic(messages: Iterable[Message]) -> tuple[SystemPrompt, list[dict[s
 
     Leading system messages become `system` (a string, or a list of blocks when they had blocks
     or are several). Tool results go into one user message, followed by any user text that came
-    right after them. A system message after the conversation started cannot be expressed and
-    raises `InvalidInputError`.
+    right after them. ctxfold's own summaries and notes are sent with `anthropic_role`. Any other
+    system message after the conversation started cannot be expressed and raises
+    `InvalidInputError`.
     """
     system_parts: list[Message] = []
     groups: list[list[Message]] = []
     for index, message in enumerate(messages):
+        role = anthropic_role(message, started=bool(groups))
+        if role != message.role:
+            message = message.replace(role=role)
         if message.role == "system":
             if groups:
                 raise InvalidInputError(
@@ -127,6 +139,25 @@ def sent_blocks(message: Message) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return content
     return [{"type": "text", "text": content}] if content else []
+
+
+def anthropic_role(message: Message, *, started: bool) -> Role:
+    """The role `message` is sent with to the Messages API, once the conversation has `started`
+    (a user or assistant message came before it) or not.
+
+    That is its own role, except for ctxfold's own summaries and notes: a system one is sent as a
+    user message, and so is an assistant one that would open the conversation.
+
+    >>> note = Message("system", "[ctxfold: earlier history dropped: 4 messages ...]")
+    >>> anthropic_role(note, started=False), anthropic_role(Message("system", "Be brief."),
+    ...                                                     started=False)
+    ('user', 'system')
+    """
+    if frame_kind(message) is None:
+        return message.role
+    if message.role == "system" or (message.role == "assistant" and not started):
+        return "user"
+    return message.role
 
 
 def blocks_text(blocks: Sequence[Mapping[str, Any]]) -> str | None:

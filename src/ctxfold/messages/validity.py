@@ -22,6 +22,7 @@ from typing import Literal
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages._values import Message
+from ctxfold.messages.anthropic import anthropic_role
 from ctxfold.messages.structure import answers
 
 Provider = Literal["openai", "anthropic"]
@@ -337,10 +338,13 @@ def _kept_fields(message: Message, provider: str) -> bool:
 
 
 def _anthropic_order(messages: Sequence[Message]) -> list[Problem]:
+    # Each message is judged in the role the adapter sends it with, so that what `to_anthropic`
+    # accepts and what `validate` reports agree (ctxfold's own summaries and notes move to user).
     problems: list[Problem] = []
     started = False
     for index, message in enumerate(messages):
-        if message.role == "system":
+        role = anthropic_role(message, started=started)
+        if role == "system":
             if started:
                 problems.append(
                     Problem(
@@ -351,13 +355,13 @@ def _anthropic_order(messages: Sequence[Message]) -> list[Problem]:
                     )
                 )
             continue
-        if not started and message.role != "user":
+        if not started and role != "user":
             problems.append(
                 Problem(
                     index,
                     "role-order",
                     f"the first message after the system prompt (index {index}) is "
-                    f"{message.role!r}; Anthropic needs it to be a user message",
+                    f"{role!r}; Anthropic needs it to be a user message",
                 )
             )
         started = True

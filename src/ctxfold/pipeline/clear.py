@@ -20,7 +20,9 @@ CLEARED_MARK = "[ctxfold: output of "
 class ClearToolResults:
     """Replace older tool results of at least `min_tokens` tokens with a placeholder.
 
-    - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`).
+    - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`); at least
+      1, since the newest results are what the agent is reading now (`keep_steps=0` is a
+      `ConfigurationError`, and a budget's 0 counts as 1 here).
     - `min_tokens`: results shorter than this (in tokens) stay (default 100), since a placeholder
       saves little on them and short results often carry the answer.
     - `keep_tail`: leave the verbatim recent tail (`keep_recent_tokens`) alone (default True).
@@ -33,8 +35,11 @@ class ClearToolResults:
     def __init__(
         self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
     ) -> None:
-        if keep_steps is not None and keep_steps < 0:
-            raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
+        if keep_steps is not None and keep_steps < 1:
+            raise ConfigurationError(
+                f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
+                "what the agent is reading now, and are never cleared"
+            )
         if min_tokens < 0:
             raise ConfigurationError(f"min_tokens must be >= 0, not {min_tokens}")
         self.keep_steps = keep_steps
@@ -42,8 +47,10 @@ class ClearToolResults:
         self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> Flow:
-        protected = view.protected(self.keep_steps, tail=self.keep_tail)
-        calls = _calls_by_result(view)
+        # Whatever the budget's keep_steps, the newest step keeps its results.
+        keep_steps = max(1, view.rules.keep_steps if self.keep_steps is None else self.keep_steps)
+        protected = view.protected(keep_steps, tail=self.keep_tail)
+        calls = calls_by_result(view)
         chosen: dict[int, str] = {}
         saved = 0
         for index, item in enumerate(view.items):
@@ -59,9 +66,11 @@ class ClearToolResults:
                 continue
             tool, arguments = calls.get(index, ("tool", ""))
             text = placeholder(tool, arguments, message, item.id, view.counts[index])
+            tokens = view.count(message.replace(content=text))
+            if tokens >= view.counts[index]:
+                continue  # `never-larger`: a short result costs less than its placeholder
             chosen[index] = text
-            # A placeholder is a few dozen tokens; the estimate only decides when to stop picking.
-            saved += view.counts[index] - len(text) // 3
+            saved += view.counts[index] - tokens
         if chosen:
             yield MaskResults(chosen)
         return None
@@ -69,8 +78,8 @@ class ClearToolResults:
 
 def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:
     """The text that stands in for a cleared result: tool, call id, size, and how to recall it."""
-    gist = _gist(arguments)
-    call = f"{tool}({gist})" if gist else tool
+    about = gist(arguments)
+    call = f"{tool}({about})" if about else tool
     return (
         f"{CLEARED_MARK}{call} was cleared to save context (call {message.tool_call_id}, "
         f"{tokens} tokens). The full output is kept in the session log as event {item_id}; "
@@ -78,7 +87,9 @@ def placeholder(tool: str, arguments: str, message: Message, item_id: int, token
     )
 
 
-def _gist(arguments: str, limit: int = 80) -> str:
+def gist(arguments: str, limit: int = 80) -> str:
+    """A call's arguments in one short line (at most `limit` characters): the value alone when
+    there is one argument, for placeholders and markers to name the call by."""
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
@@ -90,7 +101,7 @@ def _gist(arguments: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _calls_by_result(view: WorkingView) -> dict[int, tuple[str, str]]:
+def calls_by_result(view: WorkingView) -> dict[int, tuple[str, str]]:
     """For each tool result index, the name and arguments of the call it answers."""
     out: dict[int, tuple[str, str]] = {}
     for unit in view.structure().steps:

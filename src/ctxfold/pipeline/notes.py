@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfold.messages import Message
+from ctxfold.messages.frames import NOTE_MARK
 from ctxfold.messages.structure import Structure
 from ctxfold.pipeline.rules import SummaryRole
 from ctxfold.session.projection import Item
-
-NOTE_MARK = "[ctxfold: earlier history dropped"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The pipeline runs each strategy's generator. It passes `SummaryCall`s up to the driver (so the
 whole compaction is one generator, and only the drivers know whether a summarizer is called or
-awaited), applies the edits strategies propose to the view, keeps the accounts in a `Ledger`,
+awaited), applies the edits strategies propose to the view, keeps the accounts (`Accounts`),
 and stops as soon as the view fits.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
+from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.clear import ClearToolResults
-from ctxfold.pipeline.ledger import Ledger, StrategyEffect
 from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
@@ -23,7 +23,7 @@ from ctxfold.pipeline.window import SlidingWindow
 from ctxfold.protocols import Summarizer
 from ctxfold.summarizers.request import SummaryResult
 
-Plan = Generator[SummaryCall, "SummaryResult | None", Ledger]
+Plan = Generator[SummaryCall, "SummaryResult | None", Accounts]
 
 
 class Pipeline:
@@ -56,27 +56,27 @@ class Pipeline:
             ]
         )
 
-    def plan(self, view: WorkingView, ledger: Ledger | None = None) -> Plan:
-        """Run the strategies over `view`, recording what happened in `ledger` (a new one when
+    def plan(self, view: WorkingView, accounts: Accounts | None = None) -> Plan:
+        """Run the strategies over `view`, recording what happened in `accounts` (a new one when
         None), which it returns; a generator of `SummaryCall`s (see the module docstring)."""
-        ledger = ledger if ledger is not None else Ledger()
+        accounts = accounts if accounts is not None else Accounts()
         for strategy in self.strategies:
             if view.fits:
                 # `under-target-no-op`, `cheapest-first`: once it fits, nothing more runs
                 break
             before, edits = view.total, len(view.edits)
-            stopped = yield from _run(strategy, view, ledger)
+            stopped = yield from _run(strategy, view, accounts)
             if stopped:
-                ledger.notes.append(f"{strategy.name} stopped: {stopped}")
+                accounts.notes.append(f"{strategy.name} stopped: {stopped}")
             if len(view.edits) > edits:
-                ledger.effects.append(
+                accounts.effects.append(
                     StrategyEffect(strategy.name, before, view.total, len(view.edits) - edits)
                 )
-        return ledger
+        return accounts
 
 
 def _run(
-    strategy: Strategy, view: WorkingView, ledger: Ledger
+    strategy: Strategy, view: WorkingView, accounts: Accounts
 ) -> Generator[SummaryCall, SummaryResult | None, str | None]:
     """Drive one strategy: pass its summary calls up, apply its edits; return its stop reason."""
     flow = strategy.run(view)
@@ -96,16 +96,16 @@ def _run(
         if isinstance(step, SummaryCall):
             try:
                 answer = yield step
-            except Exception as exc:  # the strategy judges it; the ledger keeps it
-                ledger.raised(exc)
+            except Exception as exc:  # the strategy judges it; the accounts keeps it
+                accounts.raised(exc)
                 error = exc
                 continue
-            ledger.answered(step.request, answer)
+            accounts.answered(step.request, answer)
         elif isinstance(step, (Replace, MaskResults)):
             replaced = view.items[step.start : step.end] if isinstance(step, Replace) else []
             answer = view.apply(step, strategy.name)
             if answer:
-                ledger.applied(step, replaced, view)
+                accounts.applied(step, replaced, view)
         else:
             flow.close()
             raise ConfigurationError(

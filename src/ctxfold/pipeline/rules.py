@@ -22,6 +22,8 @@ class Rules:
     - `keep_steps`: the newest steps no strategy touches (default 1).
     - `keep_recent_tokens`: tokens at the end kept verbatim, widened to a safe cut point
       (default 0).
+    - `keep_count`, `min_messages`: the tail also keeps at least this many of the newest
+      messages, whenever the target allows (default 0 both).
     - `summary_role`: the role summaries and notes are written with (default "user").
     - `redact(text) -> text`: applied to every summary before it is stored
       (`summaries-redacted`).
@@ -30,5 +32,7 @@ class Rules:
     counter: TokenCounter
     keep_steps: int = 1
     keep_recent_tokens: int = 0
+    keep_count: int = 0
+    min_messages: int = 0
     summary_role: SummaryRole = "user"
     redact: Callable[[str], str] | None = None

@@ -9,7 +9,10 @@ taken in four tiers, oldest and least useful first:
 4. ``task-summaries``: the current task's summaries, combined.
 
 Within a region a plain stretch is always summarized before summaries are combined
-(`plain-before-combined`), so each stretch of history is read by a summarizer once. The rounds stop
+(`plain-before-combined`), so each stretch of history is read by a summarizer once. A plain
+stretch too short to be worth a summary of its own (two summaries apart, say, by an old task's
+one-line request) is summarized together with the summaries beside it, once no other plain
+stretch of its region is left, so that it never keeps them from combining. The rounds stop
 at the last one that worked when the summarizer declines, raises, echoes its input, or answers
 something no smaller than the stretch (`summarize-stops-at-last-good-round`), and when no stretch is
 left to give up (`unreachable-target-terminates`).
@@ -17,8 +20,9 @@ left to give up (`unreachable-target-terminates`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
@@ -30,10 +34,17 @@ from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.protocols import Summarizer
 from ctxfold.summarizers.base import is_echo
-from ctxfold.summarizers.identifiers import verify
-from ctxfold.summarizers.prompt import build_request
+from ctxfold.summarizers.identifiers import (
+    MAX_IDENTIFIER_CHARS,
+    Verification,
+    extract_identifiers,
+    verify,
+)
+from ctxfold.summarizers.prompt import build_request, parse_sections
 from ctxfold.summarizers.record import frame_summary
-from ctxfold.summarizers.request import SummaryResult, Tier
+from ctxfold.summarizers.request import SummaryRequest, SummaryResult, Tier
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 @dataclass(frozen=True)
@@ -95,15 +106,7 @@ class Summarize:
         """One request and, if the answer is usable, one edit. A reason means stop
         (`summarize-stops-at-last-good-round`)."""
         start, end = stretch.start, stretch.end
-        tokens = view.tokens(start, end)
-        synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
-        request = build_request(
-            view.to_summarize(start, end),
-            synthetic=synthetic,
-            max_tokens=budget,
-            tier=stretch.tier,
-            tokens=tokens,
-        )
+        request = stretch_request(view, start, end, max_tokens=budget, tier=stretch.tier)
         try:
             answer: SummaryResult | None = yield SummaryCall(request, self.summarizer)
         except Exception as exc:  # stop at the last round that worked
@@ -124,7 +127,7 @@ class Summarize:
             kind="summary",
             protected=self._protected(view),
             tier=stretch.tier,
-            identifiers=IdentifierCounts(checked.kept, len(checked.added), tuple(checked.left_out)),
+            identifiers=identifier_counts(checked, request.identifiers, body),
             summarizer=answer.model if answer and answer.model else None,
             summary=body,
         )
@@ -134,7 +137,7 @@ class Summarize:
 
     # -- choosing the stretch --------------------------------------------------------------
     def _summary_budget(self, view: WorkingView) -> int:
-        return max(128, min(self.summary_tokens, view.target // 8))
+        return summary_budget(view, self.summary_tokens)
 
     def _protected(self, view: WorkingView) -> frozenset[int]:
         return view.protected(self.keep_steps)
@@ -158,6 +161,7 @@ class Summarize:
         )
         for tier, units, plain in rounds:
             runs = _runs(units, protected, plain)
+            short: list[list[Unit]] = []
             for run in runs:
                 if not plain and len(run) < 2:
                     continue  # one summary alone has nothing to be combined with
@@ -166,6 +170,16 @@ class Summarize:
                 )
                 if chosen is not None:
                     return Stretch(chosen[0], chosen[1], tier)
+                short.append(run)
+            if not plain:
+                continue
+            # No plain stretch of the region is worth a summary of its own. One too short for
+            # that is summarized together with the summaries beside it, so that it is read once
+            # and they are no longer kept apart by it (`plain-before-combined`).
+            for run in short:
+                joined = _with_summaries_beside(run, units, protected)
+                if joined is not None and view.tokens(*joined) > budget:
+                    return Stretch(joined[0], joined[1], tier)
         return None
 
     def _take(
@@ -199,6 +213,77 @@ class Summarize:
         if tokens <= budget:
             return None  # a summary could not be smaller than this stretch
         return start, end
+
+
+def summary_budget(view: WorkingView, summary_tokens: int = 1024) -> int:
+    """The most a summary may take in `view`, in tokens: `summary_tokens`, or an eighth of the
+    target when that is less, never under 128."""
+    return max(128, min(summary_tokens, view.target // 8))
+
+
+def identifier_counts(
+    checked: Verification, identifiers: Sequence[str], body: str
+) -> IdentifierCounts:
+    """How the check of a summary went, for its compaction event: `body` is the text stored
+    (checked, then redacted), so an identifier the redactor took out is not listed as held."""
+    held = tuple(i for i in dict.fromkeys(identifiers) if i and i in body)
+    return IdentifierCounts(len(held), len(checked.added), tuple(checked.left_out), held)
+
+
+def stretch_request(
+    view: WorkingView, start: int, end: int, *, max_tokens: int, tier: Tier
+) -> SummaryRequest:
+    """The summary request for view positions `[start, end)`.
+
+    Its messages are the stretch as the view shows it; its identifiers, which the summary is
+    checked against, are those of the stretch as it was logged: a tool result that clearing
+    masked still counts with its original output, so what the placeholder hid is restored to
+    the summary or reported as left out, and an earlier summary brings every identifier it
+    listed (`identifiers-survive`).
+    """
+    synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
+    request = build_request(
+        view.to_summarize(start, end),
+        synthetic=synthetic,
+        max_tokens=max_tokens,
+        tier=tier,
+        tokens=view.tokens(start, end),
+    )
+    originals = view.originals(start, end)
+    found = extract_identifiers(originals)
+    for position in sorted(synthetic):
+        item = view.items[start + position]
+        if item.identifiers is not None:
+            found += item.identifiers  # exactly what the earlier summary was checked to hold
+            continue
+        # Not recorded (a list fed back, an older log): what the earlier summary listed as an
+        # identifier or quoted as code stays one, even where the text alone would not show it
+        # (a command is recognised where it was run, not in a bullet).
+        text = originals[position].text
+        found += parse_sections(text).get("Identifiers", [])
+        found += _CODE_SPAN.findall(text)
+    identifiers = tuple(dict.fromkeys(i for i in found if len(i) <= MAX_IDENTIFIER_CHARS))
+    if identifiers != request.identifiers:
+        request = replace(request, identifiers=identifiers)
+    return request
+
+
+def _with_summaries_beside(
+    run: list[Unit], units: list[Unit], protected: frozenset[int]
+) -> tuple[int, int] | None:
+    """`run` widened to the unprotected summary (or note) right before it and the one right
+    after it, when there are any; None when there is neither."""
+    first, last = units.index(run[0]), units.index(run[-1])
+    start, end = run[0].start, run[-1].end
+    if first > 0 and _free_synthetic(units[first - 1], protected):
+        start = units[first - 1].start
+    if last + 1 < len(units) and _free_synthetic(units[last + 1], protected):
+        end = units[last + 1].end
+    return (start, end) if (start, end) != (run[0].start, run[-1].end) else None
+
+
+def _free_synthetic(unit: Unit, protected: frozenset[int]) -> bool:
+    return unit.kind == "synthetic" and not any(i in protected for i in unit.indices)
 
 
 def _runs(units: list[Unit], protected: frozenset[int], plain: bool) -> list[list[Unit]]:

@@ -8,6 +8,7 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 
 from ctxfold.errors import InvalidHistoryError
@@ -20,6 +21,19 @@ from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers.redact import redact_messages
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one applied edit did to the view: the items it took out (`removed`, as they stood),
+    the ones it put in (`added`), their tokens (counter units), and the summary's text before
+    framing, for a summary."""
+
+    removed: tuple[Item, ...]
+    added: tuple[Item, ...]
+    tokens_before: int
+    tokens_after: int
+    summary: str | None = None
 
 
 class WorkingView:
@@ -40,8 +54,12 @@ class WorkingView:
         self.pinned_ids = snapshot.pinned_ids
         self.next_seq = snapshot.base_seq + 1
         self.edits: list[Compaction | Mask] = []
+        self.changes: list[Applied] = []
+        self._counted: dict[tuple[object, ...], tuple[object, int]] = {}
+        """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
+        self._tail: int | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -65,8 +83,21 @@ class WorkingView:
         return self.rules.summary_role
 
     def count(self, message: Message) -> int:
-        """Tokens of one message, in the run's counter units."""
-        return self.rules.counter.count_message(message)
+        """Tokens of one message, in the run's counter units.
+
+        A strategy counts the message it proposes and the view counts it again as it applies
+        it: a message without tool calls is counted once per run, by the fields counters read
+        (its provider fields, which may hold attachments, by identity)."""
+        if message.tool_calls:
+            return self.rules.counter.count_message(message)
+        extra = message.extra
+        key = (message.role, message.content, message.name, message.tool_call_id, id(extra))
+        found = self._counted.get(key)
+        if found is not None and found[0] is extra:
+            return found[1]
+        tokens = self.rules.counter.count_message(message)
+        self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
+        return tokens
 
     def count_text(self, text: str) -> int:
         return self.rules.counter.count_text(text)
@@ -90,6 +121,14 @@ class WorkingView:
         stretch = self.messages[start:end]
         return redact_messages(stretch, self.rules.redact) if self.rules.redact else stretch
 
+    def originals(self, start: int, end: int) -> list[Message]:
+        """The messages at positions `[start, end)` as they were logged, before any mask (a
+        summary or note stays itself): what a summary of them must account for. With a
+        redactor configured they are redacted too, so no identifier taken from them can put a
+        secret back into a summary (`summaries-redacted`)."""
+        logged = [item.unmasked for item in self.items[start:end]]
+        return redact_messages(logged, self.rules.redact) if self.rules.redact else logged
+
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])
 
@@ -107,20 +146,37 @@ class WorkingView:
         return structure.pinned(steps, also)
 
     def tail_start(self) -> int:
-        """Where the verbatim recent tail begins: at least `keep_recent_tokens` of the newest
-        tokens, widened back to a safe cut point. Capped at half the target, so that a small
-        window can still be reached."""
+        """Where the verbatim recent tail begins, widened back to a safe cut point.
+
+        The tail holds at least `keep_recent_tokens` of the newest tokens, capped at half the
+        target so that a small window can still be reached; and at least `keep_count` and
+        `min_messages` of the newest messages whenever the target allows it: when the view could
+        still be brought within the target with them kept (see `pinned_tokens`)."""
+        if self._tail is None:
+            self._tail = self._tail_start()
+        return self._tail
+
+    def _tail_start(self) -> int:
+        size = len(self.items)
+        cuts = sorted(self.structure().cuts)
+        start = size
         want = min(self.rules.keep_recent_tokens, self.target // 2)
-        if want <= 0:
-            return len(self.items)
-        index, seen = len(self.items), 0
-        while index > 0 and seen < want:
-            index -= 1
-            seen += self.counts[index]
-        cuts = self.structure().cuts
-        while index > 0 and index not in cuts:
-            index -= 1
-        return index
+        if want > 0:
+            seen = 0
+            while start > 0 and seen < want:
+                start -= 1
+                seen += self.counts[start]
+            start = max((c for c in cuts if c <= start), default=0)
+        count = max(self.rules.keep_count, self.rules.min_messages)
+        if count <= 0 or size - count >= start:
+            return start
+        # The message tail, as long as it may be: from the cut that keeps `count` messages,
+        # shorter one step at a time until the target stays within reach.
+        widest = max((c for c in cuts if c <= size - count), default=0)
+        for cut in (c for c in cuts if widest <= c < start):
+            if self.pinned_tokens(frozenset(range(cut, size))) <= self.target:
+                return cut
+        return start
 
     def protected(self, keep_steps: int | None = None, *, tail: bool = True) -> frozenset[int]:
         pinned = self.hard_pinned(keep_steps)
@@ -128,11 +184,12 @@ class WorkingView:
             return pinned
         return pinned | frozenset(range(self.tail_start(), len(self.items)))
 
-    def pinned_tokens(self) -> int:
-        """The fewest tokens this view can be brought down to: the pinned messages, plus, for each
-        gap between them, the smaller of what is there and the one note that would stand for it
-        (a dropped stretch always leaves a message in its place)."""
-        pinned = self.hard_pinned()
+    def pinned_tokens(self, kept: frozenset[int] = frozenset()) -> int:
+        """The fewest tokens this view can be brought down to: the pinned messages (and the
+        positions `kept`), plus, for each gap between them, the smaller of what is there and the
+        one note that would stand for it (a dropped stretch always leaves a message in its
+        place)."""
+        pinned = self.hard_pinned() | kept
         structure = self.structure()
         total = self.fixed_tokens
         gap_start: int | None = None
@@ -151,7 +208,11 @@ class WorkingView:
     # -- editing ---------------------------------------------------------------------------
     def apply(self, edit: Edit, strategy: str) -> bool:
         """Apply one edit a strategy (named `strategy`) proposed; False when it was refused
-        because it would not make the view smaller."""
+        because it would not make the view smaller.
+
+        Nothing is ever put in place of something smaller (`never-larger`): a replacement no
+        smaller than its range is refused, and so is each new content of a `MaskResults` that is
+        no smaller than the result it would replace (the others still apply)."""
         if isinstance(edit, Replace):
             return self._replace(edit, strategy)
         return self._mask(edit, strategy)
@@ -168,7 +229,8 @@ class WorkingView:
             raise InvalidHistoryError(f"range [{start}, {end}) covers a pinned message")
         replaced = self.items[start:end]
         covers = (replaced[0].span[0], replaced[-1].span[1])
-        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers)
+        held = edit.identifiers.held if edit.identifiers is not None else None
+        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held)
         new_tokens = self.count(edit.message)
         old_tokens = self.tokens(start, end)
         if new_tokens >= old_tokens:
@@ -193,11 +255,13 @@ class WorkingView:
                 counter=self.rules.counter.name,
             )
         )
+        self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
         self.next_seq += 1
         self.items[start:end] = [item]
         self.counts[start:end] = [new_tokens]
         self._total += new_tokens - old_tokens
         self._structure = None
+        self._tail = None
         return True
 
     def _mask(self, edit: MaskResults, strategy: str) -> bool:
@@ -210,9 +274,14 @@ class WorkingView:
                 raise InvalidHistoryError(f"position {index} is not a tool result")
             if index in pinned:
                 raise InvalidHistoryError(f"position {index} is pinned by the application")
-            item = replaced_copy(old, message=old.message.replace(content=text))
+            item = replaced_copy(
+                old, message=old.message.replace(content=text), original=old.unmasked
+            )
+            tokens = self.count(item.message)
+            if tokens >= self.counts[index]:
+                continue  # `never-larger`: a placeholder longer than the output it replaces
             new_items[index] = item
-            new_counts[index] = self.count(item.message)
+            new_counts[index] = tokens
         saved = sum(self.counts[i] - new_counts[i] for i in new_items)
         if not new_items or saved <= 0:
             return False
@@ -222,10 +291,19 @@ class WorkingView:
         )
         counter = self.rules.counter.name
         self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved, counter=counter))
+        order = sorted(new_items)
+        self.changes.append(
+            Applied(
+                tuple(self.items[i] for i in order),
+                tuple(new_items[i] for i in order),
+                sum(self.counts[i] for i in order),
+                sum(new_counts[i] for i in order),
+            )
+        )
         self.next_seq += 1
         for index, item in new_items.items():
             self.items[index] = item
             self.counts[index] = new_counts[index]
         self._total -= saved
-        # Masks keep roles and call ids, so the structure is unchanged.
+        self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
         return True

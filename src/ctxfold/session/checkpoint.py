@@ -4,7 +4,8 @@ A checkpoint is derived data (the store calls it a snapshot, `StoreBase.save_sna
 the projection as of a seq: each item, the item's token count and the name of the counter that
 made it, the pins, the overflow count, and the provider report that still describes the view.
 An original message that nothing changed is stored as a reference to its event (the log holds
-it already); summaries, notes and masked results are stored whole. `load` reads the checkpoint,
+it already); summaries, notes and masked results are stored whole (a masked result's original,
+again, as a reference). `load` reads the checkpoint,
 the events it refers to, and nothing else of what came before it; the session then folds the
 events after it.
 
@@ -49,7 +50,10 @@ def encode(fold: Fold) -> str:
         else:
             covers = list(item.covers) if item.covers is not None else None
             message = item.message.to_dict()
-            items.append([item.id, tokens, item.kind, item.key, covers, message])
+            # A masked result's original is its own event's message: referred to, not copied.
+            masked = item.original is not None
+            held = list(item.identifiers) if item.identifiers is not None else None
+            items.append([item.id, tokens, item.kind, item.key, covers, message, masked, held])
     anchor = fold.anchor
     data = {
         "format": FORMAT,
@@ -95,7 +99,11 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     if not isinstance(entries, list):
         raise InvalidInputError("items is not a list")
     short = [_short(entry) for entry in entries]
-    wanted = [entry[0] for entry, is_short in zip(entries, short, strict=True) if is_short]
+    wanted = [
+        entry[0]
+        for entry, is_short in zip(entries, short, strict=True)
+        if is_short or (isinstance(entry, list) and len(entry) == 8 and entry[6] is True)
+    ]
     originals = _originals(store, session_id, wanted, seq)
     items: list[Item] = []
     counts: dict[int, int] = {}
@@ -106,7 +114,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
             item_id = entry[0]
             item = Item(item_id, originals[item_id], "message", item_id)
         else:
-            item = _item(entry, seq)
+            item = _item(entry, seq, originals)
             if item.kind == "message":
                 altered.add(item.id)
         if item.key <= key:
@@ -157,13 +165,20 @@ def _originals(
     return out
 
 
-def _item(entry: object, seq: int) -> Item:
-    """An item stored whole: ``[id, tokens, kind, key, covers, message]``."""
-    if not isinstance(entry, list) or len(entry) != 6:
+def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
+    """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers]``,
+    where `masked` says the item's original is the message of its own event."""
+    if not isinstance(entry, list) or len(entry) != 8:
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
-    item_id, _, kind, key, covers, message = entry
+    item_id, _, kind, key, covers, message, masked, held = entry
     if not _seq(item_id) or item_id > seq or kind not in KINDS or not _seq(key):
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
+    if not isinstance(masked, bool) or (masked and kind != "message"):
+        raise InvalidInputError(f"item {item_id} says masked={masked!r}")
+    if held is not None and (
+        not isinstance(held, list) or not all(isinstance(h, str) for h in held)
+    ):
+        raise InvalidInputError(f"item {item_id} holds identifiers {held!r:.80}")
     span: tuple[int, int] | None = None
     if covers is not None:
         if not isinstance(covers, list) or len(covers) != 2 or not all(map(_seq, covers)):
@@ -171,7 +186,9 @@ def _item(entry: object, seq: int) -> Item:
         span = (covers[0], covers[1])
     if not isinstance(message, dict):
         raise InvalidInputError(f"item {item_id} has no message")
-    return Item(item_id, Message.from_dict(message), kind, key, span)
+    original = originals[item_id] if masked else None
+    identifiers = tuple(held) if held is not None else None
+    return Item(item_id, Message.from_dict(message), kind, key, span, original, identifiers)
 
 
 def _anchor(value: object, seq: int) -> Anchor | None:

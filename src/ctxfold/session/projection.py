@@ -64,10 +64,21 @@ class Item:
     """Position key: the seq of the first original this item stands for."""
     covers: tuple[int, int] | None = None
     """For a compaction item: the first and last original seqs it replaced (for recall)."""
+    original: Message | None = None
+    """For a tool result a mask replaced: the message as it was logged, before any mask."""
+    identifiers: tuple[str, ...] | None = None
+    """For a summary: the identifiers it holds verbatim, as its compaction recorded them (None
+    when the log did not record them)."""
 
     @property
     def synthetic(self) -> bool:
         return self.kind != "message"
+
+    @property
+    def unmasked(self) -> Message:
+        """The message as it was logged: `original` for a masked result, else `message`. What a
+        summary of this item must account for (`identifiers-survive`)."""
+        return self.original if self.original is not None else self.message
 
     @property
     def span(self) -> tuple[int, int]:
@@ -308,7 +319,8 @@ class Projection:
         start, end = self._run_of(compaction)
         removed = tuple(self._items[start : end + 1])
         covers = (removed[0].span[0], removed[-1].span[1])
-        item = Item(seq, compaction.message, compaction.kind, removed[0].key, covers)
+        held = compaction.identifiers.held if compaction.identifiers is not None else None
+        item = Item(seq, compaction.message, compaction.kind, removed[0].key, covers, None, held)
         self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
         self._keys[start : end + 1] = [item.key]
         for gone in removed:
@@ -325,7 +337,13 @@ class Projection:
             old = items[index]
             # Provider fields stay (an Anthropic is_error, say); the adapters write kept
             # content parts back only while they still match the text.
-            new = Item(old.id, old.message.replace(content=content), old.kind, old.key)
+            new = Item(
+                old.id,
+                old.message.replace(content=content),
+                old.kind,
+                old.key,
+                original=old.unmasked,
+            )
             items[index] = new
             removed.append(old)
             added.append(new)

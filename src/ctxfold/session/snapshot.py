@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfold.messages import Message
+from ctxfold.messages.frames import frame_kind
 from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Item
 from ctxfold.tokens.tally import REPLY_PRIMING_TOKENS
@@ -52,12 +53,17 @@ class Snapshot:
     ) -> Snapshot:
         """The snapshot a fresh session holding `messages` would give: item ids 1 … n.
 
+        A summary or note that ctxfold wrote (`ctxfold.messages.frames`) becomes a summary or
+        note item, as in the session it came from, so a list fed back is read as what it is.
+
         >>> from ctxfold.testing.counters import FixedCounter
         >>> snap = Snapshot.of_messages([Message("user", "two words")], FixedCounter())
         >>> [item.id for item in snap.items], snap.counts, snap.base_seq
         ([1], (4,), 1)
         """
-        items = tuple(Item(seq, m, "message", seq) for seq, m in enumerate(messages, 1))
+        items = tuple(
+            Item(seq, m, frame_kind(m) or "message", seq) for seq, m in enumerate(messages, 1)
+        )
         counts = tuple(counter.count_message(m) for m in messages)
         fixed = (REPLY_PRIMING_TOKENS if items else 0) + tools_tokens
         total = sum(counts) + fixed

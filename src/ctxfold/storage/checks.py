@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import json.scanner
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, NewEvent
@@ -175,3 +177,32 @@ def _check_no_nul(text: str, what: str) -> None:
 def _clip(text: str, size: int = 60) -> str:
     """`text` shortened for an error message, so a 5 MB value does not fill the terminal."""
     return text if len(text) <= size else f"{text[: size - 3]}..."
+
+
+def redacted(url: str) -> str:
+    """`url` with any password replaced by ``***``, so an error message never shows one.
+
+    Handles URLs (``postgresql://user:pw@host/db``, ``?password=pw``) and libpq ``key=value``
+    strings (``host=db password=pw``).
+
+    >>> redacted("postgresql://app:hunter2@db.internal:5432/agents?password=x")
+    'postgresql://app:***@db.internal:5432/agents?password=***'
+    >>> redacted("host=db.internal password='a b' dbname=agents")
+    'host=db.internal password=*** dbname=agents'
+    """
+    if "://" not in url:
+        return _CONNINFO_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return _URL_PASSWORD.sub(r"\1***", url)
+    if password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
+    query = _URL_PASSWORD.sub(r"\1***", parts.query)
+    return urlunsplit(parts._replace(query=query))
+
+
+# A libpq keyword value is a word or a single-quoted string with backslash escapes.
+_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S+)")
+_URL_PASSWORD = re.compile(r"((?:^|[?&])password=)[^&#]*")

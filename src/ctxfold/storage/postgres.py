@@ -34,10 +34,9 @@ from ctxfold.errors import (
 )
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
-from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
+from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event, redacted
 from ctxfold.storage.postgres_schema import Statements, migrate
 from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
-from ctxfold.storage.url import redacted
 from ctxfold.storage.watch import Watch
 
 MAX_NAME_BYTES = 63

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.storage.base import StoreBase
+from ctxfold.storage.checks import redacted
 from ctxfold.storage.memory import MemoryStore
 from ctxfold.storage.sqlite import SQLiteStore
 
@@ -69,32 +69,3 @@ def _open_postgres(url: str) -> StoreBase:
     kept = urlencode([(key, value) for key, value in query if key != "schema"])
     server_url = urlunsplit(parts._replace(query=kept))
     return PostgresStore(server_url, schema=schemas[0] if schemas else None)
-
-
-def redacted(url: str) -> str:
-    """`url` with any password replaced by ``***``, so an error message never shows one.
-
-    Handles URLs (``postgresql://user:pw@host/db``, ``?password=pw``) and libpq ``key=value``
-    strings (``host=db password=pw``).
-
-    >>> redacted("postgresql://app:hunter2@db.internal:5432/agents?password=x")
-    'postgresql://app:***@db.internal:5432/agents?password=***'
-    >>> redacted("host=db.internal password='a b' dbname=agents")
-    'host=db.internal password=*** dbname=agents'
-    """
-    if "://" not in url:
-        return _CONNINFO_PASSWORD.sub(r"\1***", url)
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return _URL_PASSWORD.sub(r"\1***", url)
-    if password:
-        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
-    query = _URL_PASSWORD.sub(r"\1***", parts.query)
-    return urlunsplit(parts._replace(query=query))
-
-
-# A libpq keyword value is a word or a single-quoted string with backslash escapes.
-_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S+)")
-_URL_PASSWORD = re.compile(r"((?:^|[?&])password=)[^&#]*")

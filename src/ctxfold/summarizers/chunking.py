@@ -23,7 +23,7 @@ from ctxfold import _drive
 from ctxfold.errors import SummarizerError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
-from ctxfold.overflow import is_context_overflow, stated_window
+from ctxfold.overflow import is_context_overflow, overflow_figures
 from ctxfold.protocols import TokenCounter
 from ctxfold.summarizers.prompt import build_request
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
@@ -135,7 +135,7 @@ def _bounded(request: SummaryRequest, plan: _Plan, level: int) -> Flow:
                 raise
             # The model's window is smaller than we were told, or our count ran low for it:
             # plan again, this request and every later one, under a limit this one exceeds.
-            plan.bound = bound.tighter(request, stated_window(exc))
+            plan.bound = bound.tighter(request, overflow_figures(exc).limit)
             plan.replans += 1
             retried = yield from _bounded(request, plan, level)
             return _merged([retried], retried.text, f"re-planned after an overflow: {exc}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.messages import Message
+from ctxfold.messages.frames import SUMMARY_MARK
 from ctxfold.summarizers.identifiers import error_lines
 from ctxfold.summarizers.quoting import escape_controls
 
@@ -225,7 +226,7 @@ def frame_summary(
         else "The original messages are kept in the session log and can be recalled from it."
     )
     preface = (
-        f"[ctxfold: summary of earlier work in this conversation{span}]\n"
+        f"{SUMMARY_MARK}{span}]\n"
         "This is a record of work that already happened in this conversation, written in place of "
         "the messages it covers. Everything in it is done unless it is listed under Outstanding. "
         f"{voice}; carry on with the current request. {recall}"

@@ -51,10 +51,14 @@ class Budget:
     keep_recent_tokens: int = 8_000
     """At least this many of the newest tokens stay verbatim (default 8,000 tokens), up to half
     the target: see `recent_tail_tokens`, which scales it down for small windows."""
+    keep_count: int = 0
+    """At least this many of the newest messages stay verbatim too, whenever the target allows
+    (default 0: the token tail alone)."""
     keep_steps: int = 1
     """The newest this-many assistant steps are never compacted (default 1)."""
     min_messages: int = 6
-    """A history with fewer messages than this is never compacted (default 6 messages)."""
+    """A history with fewer messages than this is never compacted, and the verbatim recent tail
+    keeps at least this many messages whenever the target allows (default 6 messages)."""
 
     def __post_init__(self) -> None:
         if not _is_int(self.window) or self.window <= 0:
@@ -69,6 +73,7 @@ class Budget:
         if self.reserve is not None:
             _check_int("reserve", self.reserve, minimum=0, unit="tokens")
         _check_int("keep_recent_tokens", self.keep_recent_tokens, minimum=0, unit="tokens")
+        _check_int("keep_count", self.keep_count, minimum=0, unit="messages")
         _check_int("keep_steps", self.keep_steps, minimum=0, unit="steps")
         _check_int("min_messages", self.min_messages, minimum=0, unit="messages")
         if self.trigger is not None and (not _is_number(self.trigger) or not 0 < self.trigger <= 1):

@@ -7,7 +7,7 @@ forms of shell commands), the commands run with their exit status, the last erro
 command and whether a later run fixed it, the test runs and their outcome, and the agent's own
 stated decisions. Every entry keeps the log items it came from.
 
-- `build_ledger(entries)`: the ledger of ``(seq, message)`` pairs; `Ledger.extend` adds more.
+- `build_ledger(entries)`: the ledger of ``(seq, message)`` pairs; `extend_ledger` adds more.
 - `merge(first, second)`: one ledger for two consecutive stretches; associative.
 - `render(ledger, max_tokens)`: a ``## Work ledger`` section within a token budget.
 - `to_data(ledger)` / `from_data(data)`: JSON-ready data for event payloads.
@@ -35,7 +35,7 @@ Make the parser accept bytes.
 - log 2 (decision): The fix is to decode first.
 """
 
-from ctxfold.summarizers.ledger.build import build_ledger
+from ctxfold.summarizers.ledger.build import build_ledger, extend_ledger
 from ctxfold.summarizers.ledger.data import from_data, to_data
 from ctxfold.summarizers.ledger.render import render
 from ctxfold.summarizers.ledger.values import (
@@ -60,6 +60,7 @@ __all__ = [
     "Result",
     "Task",
     "build_ledger",
+    "extend_ledger",
     "from_data",
     "merge",
     "render",

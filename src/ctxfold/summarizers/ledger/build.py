@@ -38,6 +38,7 @@ from ctxfold.summarizers.ledger.values import (
     OpKind,
     Result,
     Task,
+    merge,
 )
 from ctxfold.summarizers.record import read_outcome
 
@@ -87,6 +88,13 @@ def build_ledger(entries: Iterable[tuple[int, Message]]) -> Ledger:
             ) from None
         builder.add(position, seq, message)
     return builder.ledger()
+
+
+def extend_ledger(ledger: Ledger, entries: Iterable[tuple[int, Message]]) -> Ledger:
+    """`ledger` followed by the ledger of `entries` (``(seq, message)`` pairs that come after
+    it); only the new messages are read, so repeated extension costs O(new messages) of
+    parsing."""
+    return merge(ledger, build_ledger(entries))
 
 
 class _Builder:

@@ -10,14 +10,14 @@ the ledger of a whole log equal to the merge of the ledgers of its parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, cast
 
 from ctxfold.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from ctxfold.messages import Message
+    pass
 
 OpKind = Literal["read", "create", "modify", "delete"]
 CommandKind = Literal["shell", "tool", "note"]
@@ -173,7 +173,7 @@ class ErrorEntry:
 class Ledger:
     """The state of the work, derived deterministically from a stretch of the log.
 
-    Build one with `build_ledger`, extend it with `extend`, combine two with `merge`, show it
+    Build one with `build_ledger`, extend it with `extend_ledger`, combine two with `merge`, show it
     with `render`. Equal logs give equal ledgers; a ledger of a whole log equals the merge of the
     ledgers of its consecutive parts.
 
@@ -218,14 +218,6 @@ class Ledger:
                 if op.opens and op.path is not None:
                     return op.path
         return None
-
-    def extend(self, entries: Iterable[tuple[int, Message]]) -> Ledger:
-        """This ledger followed by the ledger of `entries` (``(seq, message)`` pairs that come
-        after it); only the new messages are read, so repeated extension costs O(new messages)
-        of parsing."""
-        from ctxfold.summarizers.ledger.build import build_ledger  # build imports this module
-
-        return merge(self, build_ledger(entries))
 
 
 def merge(first: Ledger, second: Ledger) -> Ledger:

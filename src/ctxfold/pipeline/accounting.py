@@ -37,7 +37,7 @@ class StrategyEffect:
 
 
 @dataclass
-class Ledger:
+class Accounts:
     """What happened during one run, beyond the edits themselves. Token figures are in the
     run's counter units, except the summarizer's own input and output tokens (its model's)."""
 
@@ -49,6 +49,8 @@ class Ledger:
     stretch_tokens: int = 0
     """Tokens of history handed to summarizers (each stretch counted once per request)."""
     identifiers_kept: int = 0
+    identifiers_restored: int = 0
+    """Identifiers a summarizer left out that ctxfold put back into its summary."""
     left_out: list[str] = field(default_factory=list)
     summaries: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -82,6 +84,7 @@ class Ledger:
             return
         if edit.identifiers is not None:
             self.identifiers_kept += edit.identifiers.kept
+            self.identifiers_restored += edit.identifiers.added
             self.left_out.extend(edit.identifiers.left_out)
         if edit.summary is not None:
             self.summaries.append(edit.summary)
