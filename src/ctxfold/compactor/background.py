@@ -16,9 +16,10 @@ drivers, with the marks of `Background` read from the budget at each check:
 3. **No result yet at the trigger**: the turn goes on without waiting while the estimate stays
    below the overshoot mark (`Background.overshoot` of the reserve between the trigger point and
    the window, half by default). Past that mark the turn waits for the run in flight, at most
-   `Background.wait_s` seconds, and lands it; if there is no run, it did not finish in time, or
-   landing it leaves the estimate past the mark, the turn compacts in the foreground, exactly as
-   without background. So a request never grows past the overshoot mark.
+   `Background.wait_s` seconds, and lands it, when what that run can save is enough; if there is
+   no run, it cannot save enough (one step brought more than it will take away), it did not
+   finish in time, or landing it leaves the estimate past the mark, the turn compacts in the
+   foreground, exactly as without background. So a request never grows past the overshoot mark.
 
 Failures are reported, never lost: a run whose summarizer or callback raised, or that declined,
 is reported at the next check like a foreground run of the automatic trigger (logged, passed to
@@ -104,9 +105,11 @@ class Look:
 
 @dataclass(frozen=True)
 class Begin:
-    """Start a background run that plans with `settings`; answered with nothing."""
+    """Start a background run that plans with `settings`, the session's estimate being
+    `estimate` tokens; answered with nothing."""
 
     settings: RunSettings
+    estimate: int
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,11 @@ class Run:
     """One background run: when it started, and what it came to once `done` (a `Planned`, or
     what it raised). Only its own thread or task sets the result."""
 
-    def __init__(self, session_id: str, settings: RunSettings) -> None:
+    def __init__(self, session_id: str, settings: RunSettings, estimate: int) -> None:
         self.session_id = session_id
         self.settings = settings
+        self.estimate = estimate
+        """The session's estimate when the run began (tokens)."""
         self.started = time.perf_counter()
         self.result: Planned | BaseException | None = None
         self.thread: threading.Thread | None = None
@@ -182,9 +187,15 @@ def tend(
         return reports
     if estimate < overshoot:
         if run is None:
-            yield Begin(settings())
+            yield Begin(settings(), estimate)
         return reports
-    # Past the overshoot mark a request may not go out as it stands.
+    # Past the overshoot mark a request may not go out as it stands. Waiting for the run in
+    # flight helps only if what it can save (down to the target from where it began) is enough;
+    # else the turn compacts in the foreground at once, rather than wait twice.
+    if run is not None and not run.done:
+        saving = max(0, run.estimate - budget.target_tokens)
+        if estimate - saving >= overshoot:
+            run = None
     if run is not None:
         if not run.done:
             yield Wait(run, policy.wait_s)
@@ -196,7 +207,7 @@ def tend(
                 estimate = yield Measure()
                 if estimate is None or estimate < overshoot:
                     if estimate is not None and estimate >= soft:
-                        yield Begin(settings())
+                        yield Begin(settings(), estimate)
                     return reports
     reports.append((yield from foreground()))
     return reports
@@ -252,7 +263,7 @@ class BackgroundRuns:
             if isinstance(step, Forget):
                 return self._forget(session, step.run)
             if isinstance(step, Begin):
-                return self._begin_thread(session, step.settings, edge)
+                return self._begin_thread(session, step, edge)
             if isinstance(step, Wait):
                 return step.run.wait(step.seconds)
             raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
@@ -276,7 +287,7 @@ class BackgroundRuns:
             if isinstance(step, Forget):
                 return self._forget(session, step.run)
             if isinstance(step, Begin):
-                return self._begin_task(session, step.settings, edge)
+                return self._begin_task(session, step, edge)
             if isinstance(step, Wait):
                 return await step.run.await_done(step.seconds)
             raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
@@ -296,19 +307,20 @@ class BackgroundRuns:
             if slot is not None and slot[1] is run:
                 del self._slots[id(session)]
 
-    def _claim(self, session: Session, settings: RunSettings) -> Run | None:
+    def _claim(self, session: Session, step: Begin) -> Run | None:
         with self._lock:
             if self.closed:
                 return None
-            run = Run(session.id, settings)
+            run = Run(session.id, step.settings, step.estimate)
             # The slot keeps the session alive, so its id cannot be reused while it is here.
             self._slots[id(session)] = (session, run)
             return run
 
-    def _begin_thread(self, session: Session, settings: RunSettings, edge: Edge) -> None:
-        run = self._claim(session, settings)
+    def _begin_thread(self, session: Session, step: Begin, edge: Edge) -> None:
+        run = self._claim(session, step)
         if run is None:
             return
+        settings = step.settings
 
         def work() -> None:
             try:
@@ -322,10 +334,11 @@ class BackgroundRuns:
         )
         run.thread.start()
 
-    def _begin_task(self, session: Session, settings: RunSettings, edge: Edge) -> None:
-        run = self._claim(session, settings)
+    def _begin_task(self, session: Session, step: Begin, edge: Edge) -> None:
+        run = self._claim(session, step)
         if run is None:
             return
+        settings = step.settings
 
         async def work() -> None:
             try:
