@@ -27,6 +27,7 @@ from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
+from ctxfold.tokens.tally import Tally
 
 log = logging.getLogger("ctxfold.compactor")
 
@@ -131,7 +132,9 @@ class Compactor:
     def estimate(self, session: Session) -> int:
         """Tokens the next request would take: the last provider usage report plus a count of
         what came after, else a count; tool schemas included. O(1) per appended message."""
-        tally = session.tally(self.counter)
+        return self._estimate(session.tally(self.counter))
+
+    def _estimate(self, tally: Tally) -> int:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
     def should_compact(self, session: Session) -> bool:
@@ -143,9 +146,10 @@ class Compactor:
         budget = self.budget
         if budget is None:
             return False
-        if session.message_count() < budget.min_messages:
+        tally = session.tally(self.counter)  # one look at the store: it counts every item
+        if len(tally) < budget.min_messages:
             return False
-        estimate = self.estimate(session)
+        estimate = self._estimate(tally)
         if budget.should_compact(estimate):
             return True
         predicate = self.app_trigger
@@ -335,9 +339,10 @@ class Compactor:
 
     def _measure(self, session: Session) -> int | None:
         budget = self.budget
-        if budget is None or session.message_count() < budget.min_messages:
+        tally = session.tally(self.counter)
+        if budget is None or len(tally) < budget.min_messages:
             return None
-        return self.estimate(session)
+        return self._estimate(tally)
 
     def _finish_all(self, reports: Sequence[CompactionReport]) -> CompactionReport | None:
         for report in reports:
