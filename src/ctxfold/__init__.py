@@ -26,6 +26,7 @@ from ctxfold.errors import (
     InvalidInputError,
     MissingDependencyError,
     SummarizerError,
+    UnknownRefError,
 )
 from ctxfold.events import Event, NewEvent
 from ctxfold.messages import (
@@ -46,6 +47,7 @@ from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Strategy, Summarize
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
+from ctxfold.session.recall import Recall, Recalled, recall_tool
 from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
 from ctxfold.summarizers import (
     ExtractiveSummarizer,
@@ -91,6 +93,8 @@ __all__ = [
     "Pipeline",
     "PostgresStore",
     "Problem",
+    "Recall",
+    "Recalled",
     "SQLiteStore",
     "Session",
     "SlidingWindow",
@@ -103,6 +107,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "ToolCall",
+    "UnknownRefError",
     "__version__",
     "acompact",
     "acompact_messages",
@@ -115,6 +120,7 @@ __all__ = [
     "is_valid",
     "open_store",
     "read_jsonl",
+    "recall_tool",
     "redact_secrets",
     "repair",
     "to_anthropic",

@@ -10,9 +10,11 @@ import click
 from ctxfold.cli._common import CtxfoldGroup
 from ctxfold.cli.compact import compact
 from ctxfold.cli.demo import demo
+from ctxfold.cli.recall import recall
 from ctxfold.cli.replay import replay
 from ctxfold.cli.sessions import import_transcript, sessions
 from ctxfold.cli.validate import validate
+from ctxfold.cli.watch import watch
 
 
 @click.group(cls=CtxfoldGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,6 +33,8 @@ def cli() -> None:
 
 for command in (compact, replay, validate, sessions, import_transcript, demo):
     cli.add_command(command)
+sessions.add_command(recall)
+sessions.add_command(watch)
 
 
 def main() -> None:
