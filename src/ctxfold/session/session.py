@@ -114,9 +114,10 @@ class Session:
                 for item, event in zip(items_list, batch, strict=True):
                     if not isinstance(item, Message):
                         self._state.projection.check(event)
-            stored = self.store.append(
-                self.id, batch, expected_seq=expected_seq, idempotency_key=idempotency_key
-            )
+            # The key goes only when given: a store wrapper written before keys existed (an
+            # `append` without the keyword) keeps working for unkeyed appends.
+            keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
+            stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
             self._catch_up(stored)
             return stored
 

@@ -32,6 +32,10 @@ MIN_CONTENT_CHARS = 200
 """A message cut shorter than this many characters is left out whole instead (unless it is the
 only one that would be shown)."""
 
+_SLACK = 24
+"""Tokens kept in hand when a message is added on its own count: the joins, the fence's nonce
+and the closing line may each shift the total by a few."""
+
 ROOMY_TOKENS = 600
 """From this bound on (tokens), the frame explains itself in full; under it, in one line."""
 
@@ -123,14 +127,26 @@ def frame(
         return Framed(text, (), (), tuple(more), tokens)
     shown: list[_Shown] = []
     cut: list[int] = []
+    everything = [e.seq for e in entries] + list(more)
+    # `used` tracks the tokens of the text so far; a message that fits with room to spare is
+    # added on its own count, without recounting the whole text (that would make a large
+    # recall quadratic). The text is counted exactly at the end, and whenever it is close.
+    used = count(layout.text([], everything))
     for index, entry in enumerate(entries):
         blocks = _blocks(entry)
-        left = [e.seq for e in entries[index + 1 :]] + list(more)
+        left = everything[index + 1 :]
         limit = max_tokens
         if share is not None and left:
-            limit = min(max_tokens, count(layout.text(shown, [entry.seq, *left])) + share)
-        if count(layout.text([*shown, (entry, blocks)], left)) <= limit:
+            limit = min(max_tokens, used + share)
+        piece = count(_render(blocks))
+        if used + piece + _SLACK <= limit:
             shown.append((entry, blocks))
+            used += piece
+            continue
+        exact = count(layout.text([*shown, (entry, blocks)], left))
+        if exact <= limit:
+            shown.append((entry, blocks))
+            used = exact
             continue
         fitted = _cut_to_fit(layout, shown, entry, blocks, left, limit, count)
         if fitted is None and limit < max_tokens:
@@ -141,12 +157,19 @@ def frame(
         cut.append(entry.seq)
         if limit == max_tokens:
             break  # cut to the bound itself: nothing more fits
-    if not shown:
-        everything = [e.seq for e in entries] + list(more)
-        raise _too_small(max_tokens, count(layout.text([], everything)))
-    left_out = tuple(e.seq for e in entries[len(shown) :]) + tuple(more)
-    text = layout.text(shown, list(left_out))
-    return Framed(text, tuple(e.seq for e, _ in shown), tuple(cut), left_out, count(text))
+        used = count(layout.text(shown, left))
+    while True:
+        left_out = tuple(everything[len(shown) :])
+        text = layout.text(shown, list(left_out))
+        tokens = count(text)
+        if tokens <= max_tokens and shown:
+            return Framed(text, tuple(e.seq for e, _ in shown), tuple(cut), left_out, tokens)
+        if not shown:
+            raise _too_small(max_tokens, count(layout.text([], everything)))
+        # The running count was a little short (tokens at the joins): the last one goes.
+        gone, _ = shown.pop()
+        if gone.seq in cut:
+            cut.remove(gone.seq)
 
 
 def _too_small(max_tokens: int, needed: int) -> InvalidInputError:
@@ -261,6 +284,15 @@ def _blocks(entry: Entry) -> list[_Block]:
 _Shown = tuple[Entry, list[_Block]]
 
 
+def _render(blocks: Sequence[_Block]) -> str:
+    """One message's lines in the record: each label, then its content indented."""
+    lines: list[str] = []
+    for block in blocks:
+        lines.append(block.label)
+        lines.append(_indent(block.body) if block.body else "  (empty)")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class _Layout:
     """The frame's words for one recall: what was asked, how many messages it found (`total`),
@@ -273,12 +305,7 @@ class _Layout:
 
     def text(self, shown: Sequence[_Shown], left: list[int]) -> str:
         """The framed text showing `shown`, with `left` (seqs) listed as left out."""
-        lines: list[str] = []
-        for _, blocks in shown:
-            for block in blocks:
-                lines.append(block.label)
-                lines.append(_indent(block.body) if block.body else "  (empty)")
-        body = "\n".join(lines)
+        body = "\n".join(_render(blocks) for _, blocks in shown)
         fence = _fence(body)
         parts = [self._preface(len(shown), fence), f"{fence} begins", body, f"{fence} ends"]
         if left:
