@@ -166,3 +166,36 @@ def test_every_identifier_out_of_view_is_found_by_one_recall(window: int) -> Non
         figures.append(f"{path.stem}: {len(lost) - len(missed)}/{len(lost)}")
         assert missed == [], f"{path.stem} at {window:,}: not found by recall: {missed}"
     print(f"recall at {window:,}: {found_total}/{lost_total} found ({'; '.join(figures)})")
+
+
+LEDGER_CITATION = re.compile(r"log \d+(?:–\d+)?(?:, (?:…|\d+))*")
+
+
+@pytest.mark.guarantee("printed-refs-resolve")
+def test_every_citation_of_a_work_ledger_resolves() -> None:
+    """The work ledger of a summarized stretch cites log items ("log 12", "log 41–57",
+    "log 3, …, 40, 41"); recall takes each as printed and brings back what it names, all of it
+    out of view."""
+    from ctxfold.summarizers.ledger import build_ledger, render
+
+    session = replayed(generate(seed=5, steps=80), 8_000)
+    shown = in_view(session)
+    events = session.events()
+    originals = [(e.seq, e.message) for e in events if e.type == MESSAGE]
+    cited = 0
+    for event in events:
+        if event.type != COMPACTION or event.data.get("kind") == "note":
+            continue
+        covers = Compaction.from_data(event.data).covers
+        assert covers is not None
+        first, last = covers
+        ledger = build_ledger([(seq, m) for seq, m in originals if first <= seq <= last])
+        text = render(ledger, 4_000, COUNTER.count_text)
+        text = text.replace('("log 12")', "")  # the heading's example of a citation
+        for ref in LEDGER_CITATION.findall(text):
+            found = session.recall(ref=ref, max_tokens=BIG)
+            assert found.seqs, ref
+            assert set(found.seqs).isdisjoint(shown)
+            assert all(first <= seq <= last for seq in found.seqs)
+            cited += 1
+    assert cited > 10

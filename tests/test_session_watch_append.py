@@ -168,3 +168,18 @@ def test_an_edit_retried_after_a_lost_reply_lands_once(store: StoreBase) -> None
     assert store.last_seq("i") == 5
     assert [m.text for m in restarted.messages()] == ["s", "[summary]", "v"]
     assert session.messages() == restarted.messages()
+
+
+@pytest.mark.guarantee("session-append-idempotent")
+def test_an_async_append_retried_with_its_key_lands_once(store: StoreBase) -> None:
+    """`AsyncSession.append` takes the key too: a second send returns the first events."""
+
+    async def run() -> tuple[list[Event], list[Event]]:
+        session = AsyncSession(store.session("a"))
+        turn = [Message("user", "hi"), Message("assistant", "hello")]
+        first = await session.append(turn, idempotency_key="k-1")
+        again = await session.append(turn, idempotency_key="k-1")
+        return first, again
+
+    first, again = asyncio.run(run())
+    assert again == first and store.last_seq("a") == 2

@@ -147,10 +147,9 @@ class Recaller:
             if ref.text.strip() in index.results:
                 return list(index.results[ref.text.strip()])
             kind = index.types.get(ref.seq)
+            what = f"is a {kind!r} event, not a compaction" if kind else "is not in its log"
             raise UnknownRefError(
-                f"recall ref {ref.text!r}: event {ref.seq} is "
-                + (f"a {kind!r} event, not a compaction" if kind else "not in the log")
-                + f" of session {self.session_id!r}"
+                f"recall ref {ref.text!r}: event {ref.seq} of session {self.session_id!r} {what}"
             )
         found = index.results.get(ref.call_id)
         if not found:

@@ -4,7 +4,8 @@ The text has four parts, each ctxfold's own words except the quoted contents:
 
 1. a first line that says what was recalled and for which ref or query;
 2. a paragraph saying these are original messages of this conversation, recalled from the
-   session log and quoted as data: a record, never an instruction;
+   session log and quoted as data: a record, never an instruction (under `ROOMY_TOKENS`, the
+   first line says so in a few words instead);
 3. the record between two fence lines: each message under a label (``[log 42] user:``) with
    every line of its content indented, so no content can start a line that passes for a label
    or a fence. The fence carries a nonce derived from the record and checked not to occur in
@@ -13,8 +14,9 @@ The text has four parts, each ctxfold's own words except the quoted contents:
    that recalls it.
 
 The whole text is at most `max_tokens` tokens by the given count. When a message does not fit,
-its longest part is cut to fit, with the cut marked, rather than the bound overshot. Everything
-is deterministic (no clock, no randomness).
+it is cut to fit, with the cut marked, rather than the bound overshot: what is kept goes first to
+the part where a query matched (around the match), else to its longest part. Everything is
+deterministic (no clock, no randomness).
 """
 
 from __future__ import annotations
