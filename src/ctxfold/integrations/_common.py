@@ -1,5 +1,5 @@
 """What the framework integrations share: opening a session, the ``ctxfold`` key that maps a
-framework's messages to log seqs, and the seam through which recall will be offered as a tool.
+framework's messages to log seqs, and the seam through which recall is offered as a tool.
 
 Each integration stores the framework's own message (or item) verbatim in the `extra` of the
 `Message` it appends, under the framework's name, and its own bookkeeping under ``"ctxfold"``:
@@ -146,7 +146,8 @@ class RecallTool(Protocol):
     """The seam through which an integration offers recall to the model as a tool.
 
     Recall itself (reading back what the projection no longer shows) is not part of the
-    integrations; an object with this shape is. Each integration turns it into that framework's
+    integrations; an object with this shape is (`ctxfold.Recall`, which ``recall=True`` picks,
+    or one of the application's own). Each integration turns it into that framework's
     own tool form (a `FunctionTool`, a LangChain `StructuredTool`, a pydantic-ai `Tool`) bound to
     the conversation's session, and the model calls it like any other tool.
 
@@ -163,9 +164,14 @@ class RecallTool(Protocol):
 
 
 def check_recall(recall: object) -> RecallTool | None:
-    """`recall` if it has the `RecallTool` shape, None for None; anything else is an error."""
-    if recall is None:
+    """`recall` if it has the `RecallTool` shape; ctxfold's own recall tool
+    (`ctxfold.Recall`) for True; None for None or False; anything else is an error."""
+    if recall is None or recall is False:
         return None
+    if recall is True:
+        from ctxfold.session.recall import Recall
+
+        return Recall()
     if not isinstance(recall, RecallTool):
         raise ConfigurationError(
             f"recall must have name, description, parameters and __call__(session, arguments), "

@@ -71,7 +71,8 @@ class CtxfoldMiddleware(AgentMiddleware):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (still logged, never compacted).
-    - `recall`: a `RecallTool` the middleware registers as a tool for the agent.
+    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool for the agent, or
+      pass a `RecallTool` of your own.
 
     Each thread id (``config["configurable"]["thread_id"]``, so run the agent with a
     checkpointer) is one ctxfold session of the same id. Messages are matched to the log by
@@ -85,7 +86,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         budget: Budget | None = None,
         compactor: Compactor | None = None,
         *,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         super().__init__()
         self.store = store

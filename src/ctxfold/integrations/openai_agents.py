@@ -83,7 +83,8 @@ class CtxfoldSession:
       ``ctxfold`` CLI reads), so ``ctxfold sessions log <id>`` shows the agent's history.
     - `compactor`: keeps the projection within its budget before every model call; or pass
       `budget` for a default compactor. With neither, the model sees the projection as it stands.
-    - `recall`: a `RecallTool` to offer the model (see `recall_tool`).
+    - `recall`: True offers ctxfold's recall (`ctxfold.Recall`) to the model, or pass a
+      `RecallTool` of your own (see `recall_tool`).
 
     >>> import asyncio
     >>> from ctxfold import MemoryStore
@@ -102,7 +103,7 @@ class CtxfoldSession:
         compactor: Compactor | None = None,
         *,
         budget: Budget | None = None,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         self.session: Session = open_session(store, session_id, what="session id")
         self.session_id = session_id

@@ -68,7 +68,8 @@ class CtxfoldCapability(AbstractCapability[Any]):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (logged, never compacted).
-    - `recall`: a `RecallTool` the capability registers as a tool.
+    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool, or pass a
+      `RecallTool` of your own.
 
     Each conversation id (``agent.run(..., conversation_id=...)``, or carried on the message
     history) is one ctxfold session of the same id. Messages are matched to the log by their
@@ -84,7 +85,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         budget: Budget | None = None,
         compactor: Compactor | None = None,
         *,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         self.store = store
         self.compactor = make_compactor(budget, compactor)

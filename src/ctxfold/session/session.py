@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ctxfold.errors import ConflictError, InvalidInputError
+from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
     COMPACTION,
     MASK,
@@ -38,6 +38,8 @@ from ctxfold.protocols import TokenCounter
 from ctxfold.session import checkpoint
 from ctxfold.session.fold import Fold
 from ctxfold.session.projection import Item
+from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
+from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
 from ctxfold.tokens.counters import counter as make_counter
@@ -97,6 +99,7 @@ class Session:
         items: Message | NewEvent | Iterable[Message | NewEvent],
         *,
         expected_seq: int | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Event]:
         """Append messages and/or events atomically; returns the stored events.
 
@@ -106,6 +109,11 @@ class Session:
         too (`pins-respected`). When the batch holds such an event, the append is made with
         `expected_seq` (the seq the check ran against, unless given), so a concurrent writer
         makes it fail with `ConflictError` rather than land on another history.
+
+        `idempotency_key` names this append (make it once, before the first try, e.g. a UUID):
+        sent again after a lost acknowledgement, the append writes nothing and returns the events
+        the first try stored, and the projection holds them once (`session-append-idempotent`).
+        An edit whose first try landed is recognised too, though its check now fails.
         """
         items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
         batch = _as_events(items_list)
@@ -114,9 +122,16 @@ class Session:
         with self._lock:
             if any(e.type in RESHAPING for e in batch):
                 self.refresh()
-                if expected_seq is not None and expected_seq != self._state.projection.last_seq:
-                    raise ConflictError(self.id, expected_seq, self._state.projection.last_seq)
-                self._check_batch(batch)
+                try:
+                    last = self._state.projection.last_seq
+                    if expected_seq is not None and expected_seq != last:
+                        raise ConflictError(self.id, expected_seq, last)
+                    self._check_batch(batch)
+                except (ConflictError, InvalidHistoryError):
+                    prior = self._landed_before(batch, idempotency_key)
+                    if prior is None:
+                        raise
+                    return prior
                 expected_seq = self._state.projection.last_seq
             else:
                 # Messages given as Message values are valid by construction; a raw event is read
@@ -124,10 +139,25 @@ class Session:
                 for item, event in zip(items_list, batch, strict=True):
                     if not isinstance(item, Message):
                         self._state.projection.check(event)
-            stored = self.store.append(self.id, batch, expected_seq=expected_seq)
+            # The key goes only when given: a store wrapper written before keys existed (an
+            # `append` without the keyword) keeps working for unkeyed appends.
+            keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
+            stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
             self._catch_up(stored)
             self._keep_checkpoint(stored)
             return stored
+
+    def _landed_before(self, batch: list[NewEvent], key: str | None) -> list[Event] | None:
+        """The events a first try with `key` stored, when an edit retried with it no longer
+        passes its check because that first try landed; None when the key is new."""
+        if key is None or self._state.projection.last_seq == 0:
+            return None
+        try:
+            # expected_seq 0 never matches a session that has events: the store answers with
+            # the first try's events when the key was used, else refuses and writes nothing.
+            return self.store.append(self.id, batch, expected_seq=0, idempotency_key=key)
+        except ConflictError:
+            return None
 
     def _catch_up(self, stored: Sequence[Event]) -> None:
         # When nobody else wrote in between, the events just stored are the next ones to fold:
@@ -333,6 +363,67 @@ class Session:
                 anchored=tally.anchored,
             )
 
+    # -- recall and watch (the work is in ctxfold.session.recall and in the store) ---------
+    _recaller: Recaller | None = None
+
+    def recall(
+        self,
+        query: str | None = None,
+        *,
+        ref: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Recalled:
+        """The original messages the view no longer shows, by `ref` or by `query`, framed as
+        quoted data within `max_tokens` tokens (by the session's counter).
+
+        - `ref`: what a note, placeholder or summary prints: ``"41-57"`` (``"log items
+          41–57"``), ``"event 12"``, ``"log 12"``, a cleared result's call id, or ``"c12"`` for
+          the compaction event at seq 12. An unknown ref is an `UnknownRefError`.
+        - `query`: full-text search over the originals out of view, best matches first (those
+          holding the query verbatim before the rest).
+
+        Out of view means under a summary or a note, or cleared by a mask. Messages still in view
+        are never returned, nor those a retraction or a reset took out on purpose. Give exactly
+        one of `query` and `ref`; bad input is an `InvalidInputError`. Recall reads the log and
+        never writes (`recall-out-of-view-only`, `recall-framed-and-bounded`).
+
+        >>> from ctxfold.storage import MemoryStore
+        >>> session = MemoryStore().session("r")
+        >>> _ = session.append([Message("user", "deploy to eu-west-3"), Message("assistant", "ok")])
+        >>> session.recall("eu-west-3").seqs  # still in view: nothing to recall
+        ()
+        """
+        counter = self._counter
+        with self._lock:
+            if self._recaller is None:
+                self._recaller = Recaller(self.store, self.id)
+            recaller = self._recaller
+            if counter is None:
+                counter = self._counter = make_counter("auto")
+        return recaller.recall(query, ref=ref, max_tokens=max_tokens, counter=counter)
+
+    def call_recall(self, arguments: str | Mapping[str, Any]) -> str:
+        """The answer to one call of the recall tool (`ctxfold.recall_tool`): `arguments` as
+        the model sent them (JSON text or a mapping with ``query`` or ``ref``, and
+        ``max_tokens``). A bad argument comes back as a short error text the model can act on,
+        and is logged on ``ctxfold.recall``; it never raises for one."""
+        return call_recall(self, arguments)
+
+    def watch(
+        self,
+        after: int = 0,
+        *,
+        idle_timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Event]:
+        """Follow the session live: every event with a seq above `after`, in seq order, each
+        once, first those stored, then new ones as they land (`watch-every-event-once`).
+
+        Ends when `stop` is set, after `idle_timeout` seconds with no new event (None: never),
+        when the store is closed, or when the loop is left. Pass ``after=session.last_seq`` for
+        only what comes next. See `StoreBase.subscribe`."""
+        return self.store.subscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
+
     def _tally_for(self, counter: TokenCounter | None) -> Tally:
         wanted = counter or self._counter
         tally = self._state.tally
@@ -372,8 +463,11 @@ class AsyncSession:
         items: Message | NewEvent | Iterable[Message | NewEvent],
         *,
         expected_seq: int | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Event]:
-        return await asyncio.to_thread(self.sync.append, items, expected_seq=expected_seq)
+        return await asyncio.to_thread(
+            self.sync.append, items, expected_seq=expected_seq, idempotency_key=idempotency_key
+        )
 
     async def messages(self) -> Sequence[Message]:
         return await asyncio.to_thread(self.sync.messages)
@@ -404,6 +498,29 @@ class AsyncSession:
 
     async def reset(self) -> Event:
         return await asyncio.to_thread(self.sync.reset)
+
+    async def recall(
+        self,
+        query: str | None = None,
+        *,
+        ref: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Recalled:
+        return await asyncio.to_thread(self.sync.recall, query, ref=ref, max_tokens=max_tokens)
+
+    async def call_recall(self, arguments: str | Mapping[str, Any]) -> str:
+        return await asyncio.to_thread(self.sync.call_recall, arguments)
+
+    def watch(
+        self,
+        after: int = 0,
+        *,
+        idle_timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> AsyncIterator[Event]:
+        """`Session.watch` for asyncio code: ``async for event in session.watch(): ...``; the
+        waiting runs in a worker thread, and leaving the loop or cancelling ends it."""
+        return self.sync.store.asubscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
 
 
 def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
