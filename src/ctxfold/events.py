@@ -132,6 +132,9 @@ class Compaction:
       and the summarizer's model.
     - `dropped`, `turns`: for notes, how many items and user turns were dropped.
     - `range`: for a callback's range, the `[start, stop)` positions it named.
+    - `counter`: the name of the counter `tokens_before` and `tokens_after` were counted with; a
+      session whose tally counts with a counter of that name takes the message's tokens from
+      `tokens_after` instead of counting it again.
     """
 
     type: ClassVar[str] = COMPACTION
@@ -151,6 +154,7 @@ class Compaction:
     dropped: int | None = None
     turns: int | None = None
     range: tuple[int, int] | None = None
+    counter: str | None = None
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -173,7 +177,15 @@ class Compaction:
             }
             if ids.held is not None:
                 data["identifiers"]["held"] = list(ids.held)
-        for key in ("tokens_before", "tokens_after", "tier", "summarizer", "dropped", "turns"):
+        for key in (
+            "tokens_before",
+            "tokens_after",
+            "tier",
+            "summarizer",
+            "dropped",
+            "turns",
+            "counter",
+        ):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -208,36 +220,43 @@ class Compaction:
             dropped=_opt(data, "dropped", int, what),
             turns=_opt(data, "turns", int, what),
             range=_pair(data, "range", what),
+            counter=_opt(data, "counter", str, what),
         )
 
 
 @dataclass(frozen=True)
 class MaskedItem:
-    """One tool result whose content a mask replaces with `content` (a placeholder)."""
+    """One tool result whose content a mask replaces with `content` (a placeholder); `tokens`,
+    when known, is the masked message's count in the units of the mask's `counter`."""
 
     id: int
     content: str
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
 class Mask:
     """New content for tool results, in place; their call ids stay, so the history stays valid.
 
-    `tokens_saved` is what the masked items gave up, in the compactor's counter units."""
+    `tokens_saved` is what the masked items gave up, in the compactor's counter units; `counter`
+    names that counter (see `Compaction.counter`)."""
 
     type: ClassVar[str] = MASK
 
     items: tuple[MaskedItem, ...]
     strategy: str = ""
     tokens_saved: int | None = None
+    counter: str | None = None
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "items": [{"id": i.id, "content": i.content} for i in self.items],
+            "items": [_masked_data(i) for i in self.items],
             "strategy": self.strategy,
         }
         if self.tokens_saved is not None:
             data["tokens_saved"] = self.tokens_saved
+        if self.counter is not None:
+            data["counter"] = self.counter
         return data
 
     @classmethod
@@ -253,12 +272,21 @@ class Mask:
                 raise InvalidInputError(
                     f"a mask item needs an integer id and text content, not {entry!r}"
                 )
-            items.append(MaskedItem(item_id, content))
+            tokens = entry.get("tokens")
+            items.append(MaskedItem(item_id, content, tokens if _is_int(tokens) else None))
         return cls(
             tuple(items),
             strategy=_opt(data, "strategy", str, MASK) or "",
             tokens_saved=_opt(data, "tokens_saved", int, MASK),
+            counter=_opt(data, "counter", str, MASK),
         )
+
+
+def _masked_data(item: MaskedItem) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": item.id, "content": item.content}
+    if item.tokens is not None:
+        data["tokens"] = item.tokens
+    return data
 
 
 @dataclass(frozen=True)

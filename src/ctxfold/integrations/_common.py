@@ -10,12 +10,14 @@ store connection rebuilds the mapping by reading the session, and appends nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxfold.errors import ConfigurationError, InvalidInputError
 from ctxfold.events import MESSAGE, Event
 from ctxfold.messages import Message
+from ctxfold.session.frozen import Frozen
+from ctxfold.session.projection import Item
 
 if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
@@ -96,7 +98,11 @@ class SourceIndex:
         """The most recently logged message that has a framework key."""
 
     def refresh(self, session: Session) -> None:
-        self.fold(session.events(after=self.last_seq))
+        # The session looks for other writers' events anyway; read the log only when it found
+        # some this index has not seen.
+        session.refresh()
+        if session.last_seq > self.last_seq:
+            self.fold(session.events(after=self.last_seq))
 
     def fold(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -105,16 +111,34 @@ class SourceIndex:
                 message = event.message
                 source = source_of(message)
                 if source is not None:
-                    self.seq_of[_hashable(source)] = event.seq
+                    self.seq_of[hashable(source)] = event.seq
                     self.newest = message
 
     def __contains__(self, source: Any) -> bool:
-        return _hashable(source) in self.seq_of
+        return hashable(source) in self.seq_of
 
 
-def _hashable(source: Any) -> Any:
+def appended_since(previous: Sequence[Item], items: Sequence[Item]) -> Sequence[Item] | None:
+    """The items added at the end of the projection since `previous` (an earlier
+    `Session.items()`), or None when it changed otherwise (a compaction, mask, retraction or
+    reset): what lets an integration convert only what is new before a model call."""
+    if isinstance(items, Frozen) and items.extends(previous):
+        return items[len(previous) :]
+    return None
+
+
+def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
+    """Whether a model call must go through the compactor's check first: always with background
+    compaction (it starts runs below the trigger), else when the budget says so."""
+    if compactor is None:
+        return False
+    return compactor.background is not None or compactor.should_compact(session)
+
+
+def hashable(source: Any) -> Any:
+    """A framework key in a form a dict can hold (keys read back from JSON come as lists)."""
     # Keys read back from JSON come as lists where the integration wrote tuples.
-    return tuple(_hashable(s) for s in source) if isinstance(source, (list, tuple)) else source
+    return tuple(hashable(s) for s in source) if isinstance(source, (list, tuple)) else source
 
 
 @runtime_checkable
@@ -164,9 +188,12 @@ __all__ = [
     "KEY",
     "RecallTool",
     "SourceIndex",
+    "appended_since",
     "check_recall",
     "default_store",
+    "hashable",
     "make_compactor",
+    "needs_compaction",
     "open_session",
     "plain_extra",
     "source_of",

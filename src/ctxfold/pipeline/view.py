@@ -55,6 +55,7 @@ class WorkingView:
         self.next_seq = snapshot.base_seq + 1
         self.edits: list[Compaction | Mask] = []
         self.changes: list[Applied] = []
+        self._counted: dict[tuple[object, ...], tuple[object, int]] = {}
         """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
@@ -82,8 +83,21 @@ class WorkingView:
         return self.rules.summary_role
 
     def count(self, message: Message) -> int:
-        """Tokens of one message, in the run's counter units."""
-        return self.rules.counter.count_message(message)
+        """Tokens of one message, in the run's counter units.
+
+        A strategy counts the message it proposes and the view counts it again as it applies
+        it: a message without tool calls is counted once per run, by the fields counters read
+        (its provider fields, which may hold attachments, by identity)."""
+        if message.tool_calls:
+            return self.rules.counter.count_message(message)
+        extra = message.extra
+        key = (message.role, message.content, message.name, message.tool_call_id, id(extra))
+        found = self._counted.get(key)
+        if found is not None and found[0] is extra:
+            return found[1]
+        tokens = self.rules.counter.count_message(message)
+        self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
+        return tokens
 
     def count_text(self, text: str) -> int:
         return self.rules.counter.count_text(text)
@@ -238,6 +252,7 @@ class WorkingView:
                 dropped=edit.dropped,
                 turns=edit.turns,
                 range=edit.range,
+                counter=self.rules.counter.name,
             )
         )
         self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
@@ -271,9 +286,11 @@ class WorkingView:
         if not new_items or saved <= 0:
             return False
         masked = tuple(
-            MaskedItem(self.items[i].id, new_items[i].message.text) for i in sorted(new_items)
+            MaskedItem(self.items[i].id, new_items[i].message.text, new_counts[i])
+            for i in sorted(new_items)
         )
-        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved))
+        counter = self.rules.counter.name
+        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved, counter=counter))
         order = sorted(new_items)
         self.changes.append(
             Applied(

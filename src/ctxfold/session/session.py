@@ -20,10 +20,10 @@ from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
-    OVERFLOW,
+    COMPACTION,
+    MASK,
     RESET,
     RESHAPING,
-    USAGE,
     Event,
     NewEvent,
     Overflow,
@@ -35,13 +35,21 @@ from ctxfold.events import (
 )
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
-from ctxfold.session.projection import Change, Item, Projection
+from ctxfold.session import checkpoint
+from ctxfold.session.fold import Fold
+from ctxfold.session.projection import Item
 from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
+
+CHECKPOINT_EVERY = 1000
+"""Events between two checkpoints of a session's projection, by default (besides one at each
+compaction, mask and reset)."""
+
+_RESHAPED = frozenset({COMPACTION, MASK, RESET})
 
 
 class Session:
@@ -55,14 +63,31 @@ class Session:
     """
 
     def __init__(
-        self, store: StoreBase, session_id: str, *, counter: TokenCounter | None = None
+        self,
+        store: StoreBase,
+        session_id: str,
+        *,
+        counter: TokenCounter | None = None,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
+        if checkpoint_every is not None and (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 1
+        ):
+            raise InvalidInputError(
+                f"checkpoint_every must be a positive number of events or None, "
+                f"not {checkpoint_every!r}"
+            )
         self.store = store
         self.id = session_id
+        self.checkpoint_every = checkpoint_every
         self._counter = counter
-        self._state = _State()
+        self._state = Fold()
+        self._started = False
+        self._checkpoint_seq = 0
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -119,6 +144,7 @@ class Session:
             keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
             stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
             self._catch_up(stored)
+            self._keep_checkpoint(stored)
             return stored
 
     def _landed_before(self, batch: list[NewEvent], key: str | None) -> list[Event] | None:
@@ -224,30 +250,58 @@ class Session:
     def _append_one(self, event: NewEvent) -> Event:
         stored = self.store.append(self.id, [event])
         self._catch_up(stored)
+        self._keep_checkpoint(stored)
         return stored[0]
+
+    def _keep_checkpoint(self, stored: Sequence[Event]) -> None:
+        # At each compaction, mask or reset (the projection just changed shape), and every
+        # `checkpoint_every` events. Derived data: the store logs a failure to keep it.
+        every = self.checkpoint_every
+        last = self._state.projection.last_seq
+        if every is None or not stored or last <= self._checkpoint_seq:
+            return
+        if last - self._checkpoint_seq < every and not any(e.type in _RESHAPED for e in stored):
+            return
+        self._checkpoint_seq = last
+        self.store.save_snapshot(self.id, last, checkpoint.encode(self._state))
 
     # -- reading ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Fold in the events other writers appended since the last look."""
+        """Fold in the events other writers appended since the last look. The first look starts
+        from the store's checkpoint of this session, when it has a usable one, and folds only
+        what came after it (`checkpoints-are-derived`)."""
         with self._lock:
-            for event in self.store.read(self.id, after=self._state.projection.last_seq):
+            if not self._started:
+                self._started = True
+                if self._state.projection.last_seq == 0:
+                    loaded = checkpoint.load(self.store, self.id)
+                    if loaded is not None:
+                        self._state = loaded
+                        self._checkpoint_seq = loaded.projection.last_seq
+            for event in self.store.stream(self.id, after=self._state.projection.last_seq):
                 self._state.fold(event)
 
     def events(self, after: int = 0) -> list[Event]:
         """Every stored event after `after`, originals and compactions alike, in seq order."""
         return self.store.read(self.id, after=after)
 
-    def messages(self) -> list[Message]:
-        """The projection: the messages the model is sent now."""
+    def messages(self) -> Sequence[Message]:
+        """The projection: the messages the model is sent now.
+
+        An immutable sequence (`ctxfold.session.frozen.Frozen`), not a list: handing it out costs
+        O(1) whatever the length of the history, and it keeps showing this moment's projection
+        after later appends and compactions. Copy it (``list(...)``) to change it; it compares
+        equal to a list of the same messages (`reads-are-stable`)."""
         with self._lock:
             self.refresh()
             return self._state.projection.messages()
 
-    def items(self) -> list[Item]:
-        """The projection with each message's id, kind and covered range."""
+    def items(self) -> Sequence[Item]:
+        """The projection with each message's id, kind and covered range; an immutable sequence,
+        O(1) like `messages()`."""
         with self._lock:
             self.refresh()
-            return list(self._state.projection.items)
+            return self._state.projection.items
 
     def message_count(self) -> int:
         """How many messages the projection holds now; O(new events), no copy."""
@@ -376,50 +430,15 @@ class Session:
         if tally is not None and (wanted is None or tally.counter is wanted):
             return tally
         self._counter = wanted or make_counter("auto")
-        # Fold the log once more with a tally attached; from then on counts are cached per item
-        # and each new event updates the total incrementally.
+        # Count the projection as it stands (each item once, or from a recorded count); from
+        # then on each new event updates the total incrementally. The log is not read again.
         tally = Tally(self._counter)
-        state = _State(tally=tally)
-        for event in self.store.read(self.id):
-            state.fold(event)
-        self._state = state
+        self._state.attach(tally, previous=self._state.tally)
         return tally
 
 
 # `store.session(id)` builds a Session; the store layer cannot import this one (it sits below).
 register_session_type(Session)
-
-
-class _State:
-    """What a session derives from its log: the projection (pins included), the token tally,
-    and the count of overflows."""
-
-    def __init__(self, tally: Tally | None = None) -> None:
-        self.projection = Projection()
-        self.tally = tally
-        self.last_edit_seq = 0
-        self.overflows = 0
-
-    def fold(self, event: Event) -> None:
-        change = self.projection.apply(event)
-        if change.edit:
-            self.last_edit_seq = event.seq
-        if event.type == OVERFLOW:
-            self.overflows += 1
-        elif event.type == RESET:
-            self.overflows = 0
-        if self.tally is not None:
-            _update_tally(self.tally, change)
-            if event.type == USAGE:
-                self._anchor(Usage.from_data(event.data))
-
-    def _anchor(self, usage: Usage) -> None:
-        assert self.tally is not None
-        if usage.after_seq < self.last_edit_seq:
-            return  # the request it measured was sent before the last edit: no longer the view
-        # Items that came after the measured request are not in the provider's figure.
-        later = _tail_after(self.projection.items, usage.after_seq)
-        self.tally.anchor(usage.prompt_tokens + sum(self.tally.count(i.id) for i in later))
 
 
 class AsyncSession:
@@ -450,10 +469,10 @@ class AsyncSession:
             self.sync.append, items, expected_seq=expected_seq, idempotency_key=idempotency_key
         )
 
-    async def messages(self) -> list[Message]:
+    async def messages(self) -> Sequence[Message]:
         return await asyncio.to_thread(self.sync.messages)
 
-    async def items(self) -> list[Item]:
+    async def items(self) -> Sequence[Item]:
         return await asyncio.to_thread(self.sync.items)
 
     async def events(self, after: int = 0) -> list[Event]:
@@ -519,24 +538,6 @@ def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list
                 "append takes Message or NewEvent values"
             )
     return out
-
-
-def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
-    tail: list[Item] = []
-    for item in reversed(items):
-        if item.id <= seq:
-            break
-        tail.append(item)
-    return tail
-
-
-def _update_tally(tally: Tally, change: Change) -> None:
-    for item in change.removed:
-        tally.remove(item.id)
-    for item in change.added:
-        tally.add(item.id, item.message)
-    if change.edit:
-        tally.drop_anchor()
 
 
 __all__ = ["AsyncSession", "Session"]
