@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import ROOT
+from benchmarks._coldstart_child import MODEL
 from benchmarks._common import (
     UNAVAILABLE,
     BenchmarkError,
@@ -70,12 +71,19 @@ def _agents_available() -> bool:
 
 
 def _write_ctxfold(path: Path, history: Sequence[Message]) -> None:
-    # Through Session.append, as an application writes: whatever the session keeps beside the
-    # log for a later start (a snapshot, say) is kept here too.
+    # Through Session.append and the budget check after each batch, as an agent with a budget
+    # writes: whatever the session keeps beside the log for a later start (a checkpoint with its
+    # counts) is kept here too. The check only counts; nothing is compacted.
+    from ctxfold.compactor import Compactor
+    from ctxfold.tokens import Budget, counter
+
+    count = counter("auto")
+    compactor = Compactor(Budget.for_model(MODEL), counter=count)
     with SQLiteStore(path) as store:
-        session = store.session(SESSION_ID)
+        session = store.session(SESSION_ID, counter=count)
         for start in range(0, len(history), SETUP_BATCH):
             session.append(history[start : start + SETUP_BATCH])
+            compactor.should_compact(session)
 
 
 def _write_agents(path: Path, history: Sequence[Message]) -> None:
@@ -167,7 +175,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     notes = [
         f"Sessions of N message events cycled from {source}, written beforehand (not timed) "
         f"in appends of {SETUP_BATCH:,} messages: `Session.append` into a ctxfold SQLiteStore "
-        "file, `add_items` into an agents.SQLiteSession file.",
+        "file, each followed by the budget check an agent makes (`should_compact`, which counts "
+        "the new messages; nothing is compacted), so the session keeps its checkpoint with the "
+        "counts; `add_items` into an agents.SQLiteSession file.",
         "ctxfold ms: in a new process, `SQLiteStore(path)`, `store.session(id, counter=c)`, "
         "`session.messages()`, then `compactor.should_compact(session)` and "
         "`compactor.estimate(session)` with Compactor(Budget.for_model('gpt-4o'), counter=c), "

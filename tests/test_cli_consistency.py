@@ -39,7 +39,8 @@ def test_the_command_tree() -> None:
     """The commands are these; a new one is a conscious change to this list and to docs/cli.md."""
     assert sorted(COMMANDS) == [
         "compact", "demo", "replay", "sessions", "sessions export", "sessions import",
-        "sessions list", "sessions log", "sessions show", "validate",
+        "sessions list", "sessions log", "sessions recall", "sessions show", "sessions watch",
+        "validate",
     ]  # fmt: skip
 
 
@@ -84,7 +85,8 @@ def test_docs_and_readme_name_only_commands_that_exist() -> None:
     used = set()
     for span in code:
         for first, second in re.findall(r"(?<![\w.-])ctxfold ([a-z][a-z-]*)(?: ([a-z]+))?", span):
-            if first == "sessions" and second in {"list", "show", "log", "export", "import"}:
+            subcommands = {"list", "show", "log", "export", "import", "recall", "watch"}
+            if first == "sessions" and second in subcommands:
                 used.add(f"sessions {second}")
             else:
                 used.add(first)

@@ -21,20 +21,20 @@ def test_public_surface_is_pinned() -> None:
         "CtxfoldError", "Event", "EventStore", "ExtractiveSummarizer", "FallbackSummarizer",
         "HeuristicCounter", "InvalidHistoryError", "InvalidInputError", "Item", "MemoryStore",
         "Message", "MissingDependencyError", "ModelInfo", "NewEvent", "Pipeline", "PostgresStore",
-        "Problem", "SQLiteStore", "Session", "SlidingWindow", "Strategy", "Summarize",
-        "SummarizerError", "SummaryRequest", "SummaryResult", "Tally", "TiktokenCounter",
-        "TokenCounter", "ToolCall", "Trim", "TruncateToolResults", "__version__", "acompact",
-        "acompact_messages", "compact", "compact_messages", "counter", "from_anthropic",
-        "from_openai", "is_context_overflow",
-        "is_valid", "open_store", "read_jsonl", "redact_secrets", "repair", "to_anthropic",
-        "to_openai", "validate", "write_jsonl",
+        "Problem", "Recall", "Recalled", "SQLiteStore", "Session", "SlidingWindow", "Strategy",
+        "Summarize", "SummarizerError", "SummaryRequest", "SummaryResult", "Tally",
+        "TiktokenCounter", "TokenCounter", "ToolCall", "Trim", "TruncateToolResults",
+        "UnknownRefError", "__version__", "acompact", "acompact_messages", "compact",
+        "compact_messages", "counter", "from_anthropic", "from_openai", "is_context_overflow",
+        "is_valid", "open_store", "read_jsonl", "recall_tool", "redact_secrets", "repair",
+        "to_anthropic", "to_openai", "validate", "write_jsonl",
     }  # fmt: skip
 
 
 def test_errors_share_one_root() -> None:
     """Every error ctxfold raises on purpose is a CtxfoldError."""
     for name in ("BudgetError", "ConflictError", "InvalidHistoryError", "InvalidInputError",
-                 "MissingDependencyError", "SummarizerError"):  # fmt: skip
+                 "MissingDependencyError", "SummarizerError", "UnknownRefError"):  # fmt: skip
         assert issubclass(getattr(ctxfold, name), ctxfold.CtxfoldError)
 
 

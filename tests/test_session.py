@@ -9,12 +9,13 @@ import asyncio
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
-from ctxfold.events import COMPACTION, MASK, NewEvent
+from ctxfold.events import COMPACTION, MASK, Event, NewEvent
 from ctxfold.messages import Message, ToolCall
 from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
@@ -207,14 +208,14 @@ def test_messages_is_incremental(session: Session) -> None:
     """After the first call, messages() reads only the events it has not folded yet."""
     reads: list[int] = []
     store = session.store
-    original = store.read
+    original = store.stream
 
-    def counting_read(session_id: str, after: int = 0) -> list:  # type: ignore[type-arg]
-        events = original(session_id, after)
+    def counting_stream(session_id: str, after: int = 0) -> Iterator[Event]:
+        events = list(original(session_id, after))
         reads.append(len(events))
-        return events
+        return iter(events)
 
-    store.read = counting_read  # type: ignore[method-assign]
+    store.stream = counting_stream  # type: ignore[method-assign]
     session.messages()
     session.append(Message("user", "one more"))
     session.messages()

@@ -28,6 +28,7 @@ from ctxfold.errors import (
     InvalidInputError,
     MissingDependencyError,
     SummarizerError,
+    UnknownRefError,
 )
 from ctxfold.events import Event, NewEvent
 from ctxfold.messages import (
@@ -55,6 +56,7 @@ from ctxfold.pipeline import (
 )
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import AsyncSession, Item, Session
+from ctxfold.session.recall import Recall, Recalled, recall_tool
 from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
 from ctxfold.summarizers import (
     ExtractiveSummarizer,
@@ -98,6 +100,8 @@ __all__ = [
     "Pipeline",
     "PostgresStore",
     "Problem",
+    "Recall",
+    "Recalled",
     "SQLiteStore",
     "Session",
     "SlidingWindow",
@@ -112,6 +116,7 @@ __all__ = [
     "ToolCall",
     "Trim",
     "TruncateToolResults",
+    "UnknownRefError",
     "__version__",
     "acompact",
     "acompact_messages",
@@ -124,6 +129,7 @@ __all__ = [
     "is_valid",
     "open_store",
     "read_jsonl",
+    "recall_tool",
     "redact_secrets",
     "repair",
     "to_anthropic",

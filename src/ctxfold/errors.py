@@ -51,6 +51,12 @@ class UnknownRefError(InvalidInputError, LookupError):
     """A recall reference (``c12``, a cleared result's call id) that names nothing in the log."""
 
 
+class PositionError(InvalidInputError, IndexError):
+    """A position outside a sequence ctxfold handed out (the view `Session.messages()` returns).
+
+    It is an `IndexError`, as the sequence protocol requires."""
+
+
 class ConfigurationError(CtxfoldError, ValueError, TypeError):
     """An argument a component cannot work with: a negative `keep_steps`, a summary role that is
     no role, a pipeline entry that is not a strategy, a summarizer that is not callable.

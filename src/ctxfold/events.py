@@ -137,6 +137,9 @@ class Compaction:
     - `ledger`: the work ledger of what the message stands for, as JSON data
       (`ctxfold.summarizers.ledger.to_data`), so that a later compaction over it merges ledgers
       rather than reading the summary's prose; None in logs written before it was recorded.
+    - `counter`: the name of the counter `tokens_before` and `tokens_after` were counted with; a
+      session whose tally counts with a counter of that name takes the message's tokens from
+      `tokens_after` instead of counting it again.
     """
 
     type: ClassVar[str] = COMPACTION
@@ -156,6 +159,7 @@ class Compaction:
     dropped: int | None = None
     turns: int | None = None
     range: tuple[int, int] | None = None
+    counter: str | None = None
     ledger: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_data(self) -> dict[str, Any]:
@@ -179,7 +183,15 @@ class Compaction:
             }
             if ids.held is not None:
                 data["identifiers"]["held"] = list(ids.held)
-        for key in ("tokens_before", "tokens_after", "tier", "summarizer", "dropped", "turns"):
+        for key in (
+            "tokens_before",
+            "tokens_after",
+            "tier",
+            "summarizer",
+            "dropped",
+            "turns",
+            "counter",
+        ):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -217,16 +229,19 @@ class Compaction:
             turns=_opt(data, "turns", int, what),
             range=_pair(data, "range", what),
             ledger=_opt(data, "ledger", Mapping, what),
+            counter=_opt(data, "counter", str, what),
         )
 
 
 @dataclass(frozen=True)
 class MaskedItem:
     """One tool result or user message whose content a mask replaces with `content` (a
-    placeholder, or a shortened text)."""
+    placeholder, or a shortened text); `tokens`, when known, is the masked message's count in
+    the units of the mask's `counter`."""
 
     id: int
     content: str
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -234,21 +249,25 @@ class Mask:
     """New content for tool results or user messages, in place; roles and call ids stay, so the
     history stays valid.
 
-    `tokens_saved` is what the masked items gave up, in the compactor's counter units."""
+    `tokens_saved` is what the masked items gave up, in the compactor's counter units; `counter`
+    names that counter (see `Compaction.counter`)."""
 
     type: ClassVar[str] = MASK
 
     items: tuple[MaskedItem, ...]
     strategy: str = ""
     tokens_saved: int | None = None
+    counter: str | None = None
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "items": [{"id": i.id, "content": i.content} for i in self.items],
+            "items": [_masked_data(i) for i in self.items],
             "strategy": self.strategy,
         }
         if self.tokens_saved is not None:
             data["tokens_saved"] = self.tokens_saved
+        if self.counter is not None:
+            data["counter"] = self.counter
         return data
 
     @classmethod
@@ -264,12 +283,21 @@ class Mask:
                 raise InvalidInputError(
                     f"a mask item needs an integer id and text content, not {entry!r}"
                 )
-            items.append(MaskedItem(item_id, content))
+            tokens = entry.get("tokens")
+            items.append(MaskedItem(item_id, content, tokens if _is_int(tokens) else None))
         return cls(
             tuple(items),
             strategy=_opt(data, "strategy", str, MASK) or "",
             tokens_saved=_opt(data, "tokens_saved", int, MASK),
+            counter=_opt(data, "counter", str, MASK),
         )
+
+
+def _masked_data(item: MaskedItem) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": item.id, "content": item.content}
+    if item.tokens is not None:
+        data["tokens"] = item.tokens
+    return data
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""``ctxfold sessions [list|show|log|export|import]``: the sessions stored in a database."""
+"""``ctxfold sessions``: list, show, log, export, import, recall and watch stored sessions."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from ctxfold.events import (
     Unpin,
     Usage,
 )
+from ctxfold.session.recall import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
     from ctxfold.messages import Message
@@ -207,6 +208,113 @@ def _list(database: str | None, as_json: bool) -> None:
         return
     for session_id, count in found:
         click.echo(f"{session_id}\t{count} events")
+
+
+@sessions.command("recall")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("query", nargs=-1)
+@click.option(
+    "--ref",
+    metavar="REF",
+    help="What a note, placeholder or summary prints: 41-57, 'log items 41–57', 'event 12', "
+    "a call id, or c12 for the compaction event at seq 12.",
+)
+@click.option(
+    "--max-tokens",
+    type=int,
+    default=DEFAULT_MAX_TOKENS,
+    show_default=True,
+    help="The most tokens to print, frame included.",
+)
+@database_option()
+@json_option
+def recall(
+    session_id: str,
+    query: tuple[str, ...],
+    ref: str | None,
+    max_tokens: int,
+    database: str | None,
+    as_json: bool,
+) -> None:
+    """Print original messages of SESSION that its view no longer shows: those matching QUERY
+    (full-text search, best first), or those --ref names. The text is what the model gets from
+    the recall tool: quoted data, at most --max-tokens tokens.
+
+    \b
+    Examples:
+      ctxfold sessions recall chat-1 "TypeError: unsupported operand"
+      ctxfold sessions recall chat-1 --ref 41-57
+      ctxfold sessions recall chat-1 src/app/models.py --max-tokens 500 --json
+    """
+    text = " ".join(query) if query else None
+    with open_database(_database(database)) as store:
+        found = _existing(store, session_id).recall(text, ref=ref, max_tokens=max_tokens)
+    if not _json(as_json):
+        click.echo(found.text)
+        return
+    echo_json(
+        {
+            "session": session_id,
+            "query": found.query,
+            "ref": found.ref,
+            "tokens": found.tokens,
+            "seqs": list(found.seqs),
+            "cut": list(found.cut),
+            "left_out": list(found.left_out),
+            "messages": [
+                {"seq": seq, "message": message.to_dict()}
+                for seq, message in zip(found.seqs, found.messages, strict=True)
+            ],
+            "text": found.text,
+        }
+    )
+
+
+@sessions.command("watch")
+@click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--after",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="SEQ",
+    help="Start after this seq: 0 shows the whole log first; the last seq shows only new events.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="S",
+    help="Stop after S seconds with no new event (default: follow until interrupted).",
+)
+@database_option()
+@json_option
+def watch(
+    session_id: str, after: int, idle_timeout: float | None, database: str | None, as_json: bool
+) -> None:
+    """Follow SESSION live: print each event as it lands, one line each as 'ctxfold sessions
+    log' does, until interrupted (Ctrl-C) or, with --idle-timeout, until it goes quiet.
+
+    A session with no events yet is waited for. With --json, each event is one JSON object on
+    its own line (JSON Lines), with the keys of 'ctxfold sessions log --json'.
+
+    \b
+    Examples:
+      ctxfold sessions watch chat-1
+      ctxfold sessions watch chat-1 --after 120 -d postgresql://agent@db.internal/agents
+    """
+    with open_database(_database(database)) as store:
+        if not store.last_seq(session_id):
+            click.echo(f"waiting for session {session_id!r}: it has no events yet", err=True)
+        try:
+            as_lines = _json(as_json)
+            for event in store.session(session_id).watch(after, idle_timeout=idle_timeout):
+                if as_lines:
+                    click.echo(json.dumps(_event_dict(event), ensure_ascii=False))
+                else:
+                    click.echo(f"{event.seq:>5}  {event.type:<10}  {_describe(event)}")
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how a watch ends: a clean exit, no traceback
 
 
 def _database(given: str | None) -> str | None:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxfold.compactor.background import Background, BackgroundRuns, tend
 from ctxfold.compactor.drivers import Edge, run_async, run_sync
 from ctxfold.compactor.landing import compaction
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason, Trim
@@ -26,6 +27,7 @@ from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
+from ctxfold.tokens.tally import Tally
 
 log = logging.getLogger("ctxfold.compactor")
 
@@ -64,6 +66,10 @@ class Compactor:
       `min_messages` holds either way; the run aims at the budget's target (with `on_compact`,
       the callback picks the ranges). `estimate` is in tokens.
     - `summary_role`: the role summaries and notes are projected with (default "user").
+    - `background`: True (or a `Background` with its marks) plans and summarizes off the turn,
+      from a soft point below the trigger, and lands the result at the trigger at once
+      (`ctxfold.compactor.background`, `background-lands-by-the-same-rules`). Close the
+      compactor (`close()`, `aclose()`, or a ``with`` block) to stop its runs.
 
     >>> from ctxfold import Budget, Message
     >>> from ctxfold.storage import MemoryStore
@@ -88,6 +94,7 @@ class Compactor:
         on_trim: Callable[[Trim], Any] | None = None,
         should_compact: AppTrigger | None = None,
         summary_role: SummaryRole = "user",
+        background: bool | Background = False,
     ) -> None:
         if budget is not None and not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
@@ -118,12 +125,16 @@ class Compactor:
         """The `should_compact` predicate, or None; may be replaced at any time."""
         self.summary_role = summary_role
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
+        self.background = Background() if background is True else background or None
+        self._runs = BackgroundRuns(self.background) if self.background else None
 
     # -- checking --------------------------------------------------------------------------
     def estimate(self, session: Session) -> int:
         """Tokens the next request would take: the last provider usage report plus a count of
         what came after, else a count; tool schemas included. O(1) per appended message."""
-        tally = session.tally(self.counter)
+        return self._estimate(session.tally(self.counter))
+
+    def _estimate(self, tally: Tally) -> int:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
     def should_compact(self, session: Session) -> bool:
@@ -135,9 +146,10 @@ class Compactor:
         budget = self.budget
         if budget is None:
             return False
-        if session.message_count() < budget.min_messages:
+        tally = session.tally(self.counter)  # one look at the store: it counts every item
+        if len(tally) < budget.min_messages:
             return False
-        estimate = self.estimate(session)
+        estimate = self._estimate(tally)
         if budget.should_compact(estimate):
             return True
         predicate = self.app_trigger
@@ -157,17 +169,52 @@ class Compactor:
     def maybe_compact(self, session: Session) -> CompactionReport | None:
         """The automatic trigger, for after each turn: compacts only when `should_compact`, and
         returns None when it did not. A summarizer or callback failure is logged and reported,
-        never raised (`auto-trigger-isolates-failures`)."""
+        never raised (`auto-trigger-isolates-failures`). With `background`, see
+        `ctxfold.compactor.background`: the report is that of the last run this check settled."""
+        runs = self._runs
+        if runs is not None and not runs.closed and self.budget is not None:
+            flow = self._tend(self.budget)
+            return self._finish_all(runs.check(session, flow, self._edge(), self._measure))
         if not self.should_compact(session):
             return None
         return self._finish(run_sync(self._flow("threshold"), self._edge(), session))
 
     async def amaybe_compact(self, session: Session | AsyncSession) -> CompactionReport | None:
-        """`maybe_compact` for asyncio code; store I/O runs in worker threads."""
+        """`maybe_compact` for asyncio code; store I/O runs in worker threads, and background
+        runs are asyncio tasks."""
         sync = _sync(session)
+        runs = self._runs
+        if runs is not None and not runs.closed and self.budget is not None:
+            flow = self._tend(self.budget)
+            return self._finish_all(await runs.acheck(sync, flow, self._edge(), self._measure))
         if not await asyncio.to_thread(self.should_compact, sync):
             return None
         return self._finish(await run_async(self._flow("threshold"), self._edge(), sync))
+
+    # -- closing ---------------------------------------------------------------------------
+    def close(self, timeout: float | None = None) -> None:
+        """Stop background runs: none starts any more, tasks are cancelled, and threads in flight
+        are joined (up to `timeout` seconds each). What they planned is dropped, since nothing
+        of it was written; later checks compact in the foreground. Closing twice is fine."""
+        if self._runs is not None:
+            self._runs.close(timeout)
+
+    async def aclose(self) -> None:
+        """`close` for asyncio code."""
+        if self._runs is not None:
+            await self._runs.aclose()
+
+    def __enter__(self) -> Compactor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Compactor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def compact(self, session: Session, *, target: int | None = None) -> CompactionReport:
         """Compact now, toward the budget's target (or `target` tokens), and report how it went:
@@ -286,6 +333,28 @@ class Compactor:
             raise_failures=raise_failures,
             shrink=shrink,
         )
+
+    def _tend(self, budget: Budget) -> Any:
+        # Background planning runs in the automatic trigger's settings, so its failures are
+        # reported, never raised (`auto-trigger-isolates-failures`).
+        return tend(
+            budget=budget,
+            policy=self.background or Background(),
+            settings=lambda: self._settings("threshold"),
+            foreground=lambda: self._flow("threshold"),
+        )
+
+    def _measure(self, session: Session) -> int | None:
+        budget = self.budget
+        tally = session.tally(self.counter)
+        if budget is None or len(tally) < budget.min_messages:
+            return None
+        return self._estimate(tally)
+
+    def _finish_all(self, reports: Sequence[CompactionReport]) -> CompactionReport | None:
+        for report in reports:
+            self._finish(report)
+        return reports[-1] if reports else None
 
     def _edge(self) -> Edge:
         return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start, self.on_trim)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -52,8 +52,15 @@ class Edge:
         return as_summarizer(summarizer if summarizer is not None else self.summarizer)
 
 
-def run_sync(flow: Generator[Any, Any, R], edge: Edge, session: Session | None = None) -> R:
-    """Drive `flow` to its end with blocking calls; `session` answers the session steps."""
+def run_sync(
+    flow: Generator[Any, Any, R],
+    edge: Edge,
+    session: Session | None = None,
+    *,
+    more: Callable[[Any], Any] | None = None,
+) -> R:
+    """Drive `flow` to its end with blocking calls; `session` answers the session steps, and
+    `more` any step of the caller's own (a background run's, say)."""
 
     def resolve(request: SummaryRequest) -> SummaryResult:
         return edge.chosen(None)(request)
@@ -86,11 +93,21 @@ def run_sync(flow: Generator[Any, Any, R], edge: Edge, session: Session | None =
             return io.events(step.after)
         raise ConfigurationError(f"a compaction yielded {step!r}, which no driver answers")
 
-    return drive(flow, answer)
+    def answer_all(step: Any) -> Any:
+        return answer(step) if more is None or not is_own(step) else more(step)
+
+    return drive(flow, answer_all)
 
 
-async def run_async(flow: Generator[Any, Any, R], edge: Edge, session: Session | None = None) -> R:
-    """Drive `flow` to its end on the event loop; `session` answers the session steps."""
+async def run_async(
+    flow: Generator[Any, Any, R],
+    edge: Edge,
+    session: Session | None = None,
+    *,
+    more: Callable[[Any], Awaitable[Any]] | None = None,
+) -> R:
+    """Drive `flow` to its end on the event loop; `session` answers the session steps, and
+    `more` any step of the caller's own."""
 
     async def aresolve_with(summarizer: Summarizer | None, request: SummaryRequest) -> Any:
         chosen = edge.chosen(summarizer)
@@ -143,7 +160,18 @@ async def run_async(flow: Generator[Any, Any, R], edge: Edge, session: Session |
             return await asyncio.to_thread(io.events, step.after)
         raise ConfigurationError(f"a compaction yielded {step!r}, which no driver answers")
 
-    return await adrive(flow, answer)
+    async def answer_all(step: Any) -> Any:
+        return await (answer(step) if more is None or not is_own(step) else more(step))
+
+    return await adrive(flow, answer_all)
+
+
+_KNOWN = (SummaryCall, CallbackCall, Started, ReadSnapshot, Append, ReadEvents)
+
+
+def is_own(step: Any) -> bool:
+    """True for a step neither driver knows: the caller's `more` answers it."""
+    return not isinstance(step, _KNOWN)
 
 
 def _context(step: CallbackCall, **resolvers: Any) -> CompactionContext:

@@ -27,7 +27,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxfold.compactor.report import CompactionReport, CompactionStart, Trim
+from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Trim
 from ctxfold.compactor.run import Planned, RunSettings, Step, plan
 from ctxfold.errors import ConflictError, EmptySessionError, InvalidHistoryError
 from ctxfold.events import RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
@@ -93,21 +93,7 @@ def compaction(
     planned: Planned | None = None
     why = ""
     for attempt in range(MAX_PLANS):
-        snapshot = yield ReadSnapshot()
-        if attempt == 0:
-            if manual and not snapshot.items:
-                raise EmptySessionError(
-                    f"session {snapshot.session_id!r} has no messages to compact"
-                )
-            yield Started(
-                CompactionStart(
-                    snapshot.session_id,
-                    settings.reason,
-                    snapshot.estimate,
-                    settings.target_for(snapshot),
-                )
-            )
-        planned = yield from plan(snapshot, settings)
+        planned = yield from planning(settings, manual=manual, announce=attempt == 0)
         if not planned.edits:
             return planned.report(time.perf_counter() - started)
         landing = yield from _land(planned.edits, planned.base_seq)
@@ -127,6 +113,41 @@ def compaction(
             break
     assert planned is not None
     return planned.report(time.perf_counter() - started, outcome="conflict", error=why)
+
+
+def planning(
+    settings: RunSettings, *, manual: bool = False, announce: bool = True
+) -> Generator[SessionStep, Any, Planned]:
+    """Read the session's projection and plan on it: the first half of a run, and all that a
+    background run does off the turn (`ctxfold.compactor.background`). `announce` tells the
+    `on_start` listeners; `manual` refuses an empty session then."""
+    snapshot = yield ReadSnapshot()
+    if announce:
+        if manual and not snapshot.items:
+            raise EmptySessionError(f"session {snapshot.session_id!r} has no messages to compact")
+        yield Started(
+            CompactionStart(
+                snapshot.session_id,
+                settings.reason,
+                snapshot.estimate,
+                settings.target_for(snapshot),
+            )
+        )
+    planned: Planned = yield from plan(snapshot, settings)
+    return planned
+
+
+def landing_of(planned: Planned, started: float) -> Generator[SessionStep, Any, CompactionReport]:
+    """Land what a background run planned, by the rules of every landing: rebased over plain
+    appends; dropped, never half-applied, when the history it read changed underneath (outcome
+    "stale"). `started` is when the run began (`time.perf_counter()`)."""
+    if not planned.edits:
+        return planned.report(time.perf_counter() - started)
+    landing = yield from _land(planned.edits, planned.base_seq)
+    if landing.stored:
+        return planned.report(time.perf_counter() - started, stored=landing.stored)
+    outcome: Outcome = "stale" if landing.replan else "conflict"
+    return planned.report(time.perf_counter() - started, outcome=outcome, error=landing.why)
 
 
 def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionStep, Any, _Landing]:

@@ -128,4 +128,4 @@ def _fold(snapshot: Snapshot, planned: Planned, started: float) -> Compacted:
         projection.apply(event)
         events.append(event)
     report = planned.report(time.perf_counter() - started, stored=events)
-    return Compacted(projection.messages(), report)
+    return Compacted(list(projection.messages()), report)

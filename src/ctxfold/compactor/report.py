@@ -14,7 +14,7 @@ Reason = Literal["threshold", "overflow", "manual", "callback"]
 """Why a run ran: the automatic trigger, a provider's overflow, a manual call, or an
 `on_compact` callback that picked ranges itself."""
 
-Outcome = Literal["landed", "within-target", "declined", "failed", "conflict"]
+Outcome = Literal["landed", "within-target", "declined", "failed", "conflict", "stale"]
 """How a run ended:
 
 - "landed": its edits were appended (`fits` says whether they reached the target);
@@ -24,7 +24,10 @@ Outcome = Literal["landed", "within-target", "declined", "failed", "conflict"]
 - "failed": a summarizer or callback raised inside the automatic trigger; `error` says what,
   and nothing was appended (a manual compact raises instead);
 - "conflict": other writers kept changing the history, and the run gave up after planning again
-  and retrying a bounded number of times; nothing was appended, the next trigger tries again.
+  and retrying a bounded number of times; nothing was appended, the next trigger tries again;
+- "stale": a background run's plan no longer held when it was to land (a compaction, mask, pin,
+  retraction or reset landed after the history it read); it was dropped whole, nothing was
+  appended, and the compactor plans again (`background-lands-by-the-same-rules`).
 """
 
 

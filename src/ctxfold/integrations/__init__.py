@@ -11,8 +11,8 @@ its own extra:
 
 Each is a small adapter over the public API (`Session`, `Compactor`, `recover_from_overflow`): the
 framework's own state is never rewritten, every message is logged once, and the model is sent the
-compacted projection. `RecallTool` is the shape through which each of them will offer recall to
-the model as a tool of its own kind.
+compacted projection. Each offers recall to the model as a tool of its own kind with
+``recall=True``; `RecallTool` is the shape of that tool, for applications that bring their own.
 """
 
 from ctxfold.integrations._common import RecallTool

@@ -1,5 +1,5 @@
 """What the framework integrations share: opening a session, the ``ctxfold`` key that maps a
-framework's messages to log seqs, and the seam through which recall will be offered as a tool.
+framework's messages to log seqs, and the seam through which recall is offered as a tool.
 
 Each integration stores the framework's own message (or item) verbatim in the `extra` of the
 `Message` it appends, under the framework's name, and its own bookkeeping under ``"ctxfold"``:
@@ -10,12 +10,14 @@ store connection rebuilds the mapping by reading the session, and appends nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxfold.errors import ConfigurationError, InvalidInputError
 from ctxfold.events import MESSAGE, Event
 from ctxfold.messages import Message
+from ctxfold.session.frozen import Frozen
+from ctxfold.session.projection import Item
 
 if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
@@ -96,7 +98,11 @@ class SourceIndex:
         """The most recently logged message that has a framework key."""
 
     def refresh(self, session: Session) -> None:
-        self.fold(session.events(after=self.last_seq))
+        # The session looks for other writers' events anyway; read the log only when it found
+        # some this index has not seen.
+        session.refresh()
+        if session.last_seq > self.last_seq:
+            self.fold(session.events(after=self.last_seq))
 
     def fold(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -105,16 +111,34 @@ class SourceIndex:
                 message = event.message
                 source = source_of(message)
                 if source is not None:
-                    self.seq_of[_hashable(source)] = event.seq
+                    self.seq_of[hashable(source)] = event.seq
                     self.newest = message
 
     def __contains__(self, source: Any) -> bool:
-        return _hashable(source) in self.seq_of
+        return hashable(source) in self.seq_of
 
 
-def _hashable(source: Any) -> Any:
+def appended_since(previous: Sequence[Item], items: Sequence[Item]) -> Sequence[Item] | None:
+    """The items added at the end of the projection since `previous` (an earlier
+    `Session.items()`), or None when it changed otherwise (a compaction, mask, retraction or
+    reset): what lets an integration convert only what is new before a model call."""
+    if isinstance(items, Frozen) and items.extends(previous):
+        return items[len(previous) :]
+    return None
+
+
+def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
+    """Whether a model call must go through the compactor's check first: always with background
+    compaction (it starts runs below the trigger), else when the budget says so."""
+    if compactor is None:
+        return False
+    return compactor.background is not None or compactor.should_compact(session)
+
+
+def hashable(source: Any) -> Any:
+    """A framework key in a form a dict can hold (keys read back from JSON come as lists)."""
     # Keys read back from JSON come as lists where the integration wrote tuples.
-    return tuple(_hashable(s) for s in source) if isinstance(source, (list, tuple)) else source
+    return tuple(hashable(s) for s in source) if isinstance(source, (list, tuple)) else source
 
 
 @runtime_checkable
@@ -122,7 +146,8 @@ class RecallTool(Protocol):
     """The seam through which an integration offers recall to the model as a tool.
 
     Recall itself (reading back what the projection no longer shows) is not part of the
-    integrations; an object with this shape is. Each integration turns it into that framework's
+    integrations; an object with this shape is (`ctxfold.Recall`, which ``recall=True`` picks,
+    or one of the application's own). Each integration turns it into that framework's
     own tool form (a `FunctionTool`, a LangChain `StructuredTool`, a pydantic-ai `Tool`) bound to
     the conversation's session, and the model calls it like any other tool.
 
@@ -139,9 +164,14 @@ class RecallTool(Protocol):
 
 
 def check_recall(recall: object) -> RecallTool | None:
-    """`recall` if it has the `RecallTool` shape, None for None; anything else is an error."""
-    if recall is None:
+    """`recall` if it has the `RecallTool` shape; ctxfold's own recall tool
+    (`ctxfold.Recall`) for True; None for None or False; anything else is an error."""
+    if recall is None or recall is False:
         return None
+    if recall is True:
+        from ctxfold.session.recall import Recall
+
+        return Recall()
     if not isinstance(recall, RecallTool):
         raise ConfigurationError(
             f"recall must have name, description, parameters and __call__(session, arguments), "
@@ -158,9 +188,12 @@ __all__ = [
     "KEY",
     "RecallTool",
     "SourceIndex",
+    "appended_since",
     "check_recall",
     "default_store",
+    "hashable",
     "make_compactor",
+    "needs_compaction",
     "open_session",
     "plain_extra",
     "source_of",

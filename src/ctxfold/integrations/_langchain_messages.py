@@ -95,20 +95,38 @@ def to_message(message: Any, *, index: int) -> Message:
 
 def from_message(message: Message) -> AnyMessage:
     """The LangChain message a projected ctxfold message stands for."""
+    return converted(message)[0]
+
+
+def unchanged(message: Message) -> bool:
+    """True when `message` is a logged LangChain message whose text no strategy changed, so
+    `from_message` gives back the stored message itself; cheap for plain-text content."""
+    stored = kept(message)
+    if stored is None:
+        return False
+    content = stored.get("data", {}).get("content")
+    if isinstance(content, str):
+        return (content if content or not message.tool_calls else None) == message.content
+    return converted(message)[1]
+
+
+def converted(message: Message) -> tuple[AnyMessage, bool]:
+    """`from_message`, and whether it is the stored message itself (no strategy changed it)."""
     stored = kept(message)
     if stored is not None:
         original = cast(AnyMessage, messages_from_dict([dict(stored)])[0])
         if _text(original, message) == message.content:
-            return original
+            return original, True
         if message.role == "tool":
             data = dict(stored["data"], content=message.text)
-            return cast(AnyMessage, messages_from_dict([{"type": stored["type"], "data": data}])[0])
+            cleared = messages_from_dict([{"type": stored["type"], "data": data}])[0]
+            return cast(AnyMessage, cleared), False
     # A summary or a note (or text a strategy rewrote): a plain message in its role.
     if message.role == "assistant":
-        return AIMessage(content=message.text)
+        return AIMessage(content=message.text), False
     if message.role == "system":
-        return SystemMessage(content=message.text)
-    return HumanMessage(content=message.text)
+        return SystemMessage(content=message.text), False
+    return HumanMessage(content=message.text), False
 
 
 def kept(message: Message) -> Mapping[str, Any] | None:

@@ -84,6 +84,18 @@ def group_key(message: Message) -> Any:
     return kept.get("group") if isinstance(kept, Mapping) else None
 
 
+def faithful(message: Message) -> bool:
+    """True when `message` is a logged piece as it came, its text unchanged by any strategy:
+    `to_model_message` would give back exactly the parts it was made from."""
+    kept = message.extra.get(NAMESPACE)
+    if not isinstance(kept, Mapping) or "header" not in kept:
+        return False
+    parts = kept["parts"]
+    if message.role == "assistant":
+        return _response_content(parts) == message.content
+    return _request_text(parts) == message.content
+
+
 def to_model_message(message: Message) -> ModelMessage:
     """One projected message as a pydantic-ai message (a request holding only its own parts)."""
     kept = message.extra.get(NAMESPACE)

@@ -22,13 +22,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ctxfold.errors import MissingDependencyError
 from ctxfold.integrations._common import (
     SourceIndex,
+    appended_since,
     check_recall,
+    hashable,
     make_compactor,
+    needs_compaction,
     open_session,
     source_of,
     with_source,
@@ -53,7 +56,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.session import Session
+    from ctxfold.session import Item, Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -68,7 +71,8 @@ class CtxfoldMiddleware(AgentMiddleware):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (still logged, never compacted).
-    - `recall`: a `RecallTool` the middleware registers as a tool for the agent.
+    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool for the agent, or
+      pass a `RecallTool` of your own.
 
     Each thread id (``config["configurable"]["thread_id"]``, so run the agent with a
     checkpointer) is one ctxfold session of the same id. Messages are matched to the log by
@@ -82,7 +86,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         budget: Budget | None = None,
         compactor: Compactor | None = None,
         *,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -104,7 +108,8 @@ class CtxfoldMiddleware(AgentMiddleware):
         context overflow, recover and retry once."""
         thread = self._thread(request.runtime)
         thread.record(request.messages, request.system_message)
-        if self.compactor is not None:
+        if needs_compaction(self.compactor, thread.session):
+            assert self.compactor is not None
             self.compactor.maybe_compact(thread.session)
         try:
             return handler(request.override(messages=thread.projection()))
@@ -120,12 +125,14 @@ class CtxfoldMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> Any:
         """`wrap_model_call` for async agents; store I/O runs in worker threads."""
-        thread = await asyncio.to_thread(self._thread, request.runtime)
-        await asyncio.to_thread(thread.record, request.messages, request.system_message)
-        if self.compactor is not None:
+        # One trip to a worker thread when no compaction is due, the usual case.
+        thread, messages = await asyncio.to_thread(self._prepare, request)
+        if messages is None:
+            assert self.compactor is not None
             await self.compactor.amaybe_compact(thread.session)
         try:
-            messages = await asyncio.to_thread(thread.projection)
+            if messages is None:
+                messages = await asyncio.to_thread(thread.projection)
             return await handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
@@ -151,6 +158,14 @@ class CtxfoldMiddleware(AgentMiddleware):
         return self._thread_for(thread_id).session
 
     # -- internals -------------------------------------------------------------------------
+    def _prepare(self, request: ModelRequest[Any]) -> tuple[_Thread, list[AnyMessage] | None]:
+        """Log what is new; then the projection, or None when the compactor must look first."""
+        thread = self._thread(request.runtime)
+        thread.record(request.messages, request.system_message)
+        if needs_compaction(self.compactor, thread.session):
+            return thread, None
+        return thread, thread.projection()
+
     def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
         info = getattr(runtime, "execution_info", None)
         return self._thread_for(getattr(info, "thread_id", None))
@@ -193,39 +208,106 @@ class _Thread:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.index = SourceIndex()
-        self._views: dict[int, tuple[Message, AnyMessage | None]] = {}
+        self._views: dict[int, tuple[Message, Any, Any]] = {}
+        """Per item id: its message; its LangChain form (`_SKIP` for the logged system prompt,
+        None until needed for a state message); and its key in the graph state when it is a
+        state message no strategy changed."""
+        self._seen: Sequence[Item] = ()
+        self._segments: list[range | AnyMessage] = []
+        """The projection as runs of graph-state positions and converted messages."""
+        self._state: Sequence[Any] = ()
+        self._where: dict[Any, int] = {}
+        """The position of each logged state message in the graph state, by key."""
+        self._logged = 0
+        """How many leading messages of the graph state are known to be in the log."""
+        self._newest: Any = None
+        """The source key of the last of those, to tell that the state still starts with them."""
         self._lock = threading.Lock()
 
     def record(self, messages: Sequence[Any], system: Any) -> None:
         """Append the messages the log does not hold yet, in one atomic append (the system
-        message first when the session is new)."""
+        message first when the session is new).
+
+        The graph state only grows between model calls, so the messages up to the newest one
+        this thread logged or found logged are not looked at again while that message is still
+        where it was: a call costs O(new messages)."""
         with self._lock:
             self.index.refresh(self.session)
             new: list[Message] = []
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
-            for position, message in enumerate(messages):
-                source = message.id or ["#", position]
+            start = self._logged
+            if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
+                # The state changed otherwise: positions may have moved.
+                start, self._where, self._seen = 0, {}, ()
+            for position in range(start, len(messages)):
+                message = messages[position]
+                source = _source(messages, position)
+                self._where[hashable(source)] = position
                 if source not in self.index:
                     new.append(with_source(conv.to_message(message, index=position), source))
             if new:
                 self.index.fold(self.session.append(new))
+            self._state = list(messages)
+            if messages:
+                self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
 
     def projection(self) -> list[AnyMessage]:
-        """The projection as LangChain messages, the logged system prompt left out."""
+        """The projection as LangChain messages, the logged system prompt left out; converted
+        only as far as it changed since the last call.
+
+        A message no strategy changed is handed back as the graph state's own object (the model
+        call then sees exactly what the state holds, and LangChain compares nothing twice);
+        summaries, notes and cleared results are converted."""
         with self._lock:
-            out: list[AnyMessage] = []
-            fresh: dict[int, tuple[Message, AnyMessage | None]] = {}
-            for item in self.session.items():
+            items = self.session.items()
+            new = appended_since(self._seen, items)
+            if new is None:
+                self._segments, new = [], items
+                kept = {item.id for item in items}
+                self._views = {k: v for k, v in self._views.items() if k in kept}
+            for item in new:
                 cached = self._views.get(item.id)
                 if cached is None or cached[0] is not item.message:
-                    skip = source_of(item.message) == SYSTEM
-                    cached = (item.message, None if skip else conv.from_message(item.message))
-                fresh[item.id] = cached
-                if cached[1] is not None:
-                    out.append(cached[1])
-            self._views = fresh
+                    source = source_of(item.message)
+                    if source == SYSTEM:
+                        cached = (item.message, _SKIP, None)
+                    elif conv.unchanged(item.message):
+                        cached = (item.message, None, hashable(source))  # converted if needed
+                    else:
+                        cached = (item.message, conv.from_message(item.message), None)
+                    self._views[item.id] = cached
+                if cached[1] is _SKIP:
+                    continue
+                position = self._where.get(cached[2]) if cached[2] is not None else None
+                segments = self._segments
+                if position is None:
+                    if cached[1] is None:
+                        converted = conv.from_message(item.message)
+                        cached = self._views[item.id] = (item.message, converted, cached[2])
+                    segments.append(cast("AnyMessage", cached[1]))
+                elif segments and isinstance(segments[-1], range) and segments[-1].stop == position:
+                    segments[-1] = range(segments[-1].start, position + 1)
+                else:
+                    segments.append(range(position, position + 1))
+            self._seen = items
+            out: list[AnyMessage] = []
+            for segment in self._segments:
+                if isinstance(segment, range):
+                    out.extend(self._state[segment.start : segment.stop])
+                else:
+                    out.append(segment)
             return out
+
+
+_SKIP = object()
+"""Stands for the logged system prompt, which the model gets from the request instead."""
+
+
+def _source(messages: Sequence[Any], position: int) -> Any:
+    """The key a state message is logged under: its id, or its position when it has none."""
+    message = messages[position]
+    return message.id or ["#", position]
 
 
 __all__ = ["CtxfoldMiddleware"]

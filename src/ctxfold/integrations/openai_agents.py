@@ -39,10 +39,16 @@ from ctxfold.events import (
     Retraction,
 )
 from ctxfold.integrations import _agents_items as conv
-from ctxfold.integrations._common import check_recall, make_compactor, open_session
+from ctxfold.integrations._common import (
+    appended_since,
+    check_recall,
+    make_compactor,
+    needs_compaction,
+    open_session,
+)
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
-from ctxfold.session import Session
+from ctxfold.session import Item, Session
 
 try:
     from agents.models.interface import Model
@@ -77,7 +83,8 @@ class CtxfoldSession:
       ``ctxfold`` CLI reads), so ``ctxfold sessions log <id>`` shows the agent's history.
     - `compactor`: keeps the projection within its budget before every model call; or pass
       `budget` for a default compactor. With neither, the model sees the projection as it stands.
-    - `recall`: a `RecallTool` to offer the model (see `recall_tool`).
+    - `recall`: True offers ctxfold's recall (`ctxfold.Recall`) to the model, or pass a
+      `RecallTool` of your own (see `recall_tool`).
 
     >>> import asyncio
     >>> from ctxfold import MemoryStore
@@ -96,7 +103,7 @@ class CtxfoldSession:
         compactor: Compactor | None = None,
         *,
         budget: Budget | None = None,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         self.session: Session = open_session(store, session_id, what="session id")
         self.session_id = session_id
@@ -104,6 +111,8 @@ class CtxfoldSession:
         self.recall = check_recall(recall)
         self._stored = _StoredItems()
         self._views: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        self._seen: Sequence[Item] = ()
+        self._flat: list[dict[str, Any]] = []
         self._tail: list[Any] = []
         self._lock = threading.RLock()
 
@@ -114,13 +123,7 @@ class CtxfoldSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The stored items, oldest first; with `limit`, the newest `limit` of them. These are
         the items as the Runner gave them, never the compacted projection."""
-        items = await asyncio.to_thread(self._refreshed)
-        if limit is not None:
-            items = items[-limit:] if limit > 0 else []
-        # A fresh copy, as a database read would give: the Runner may change what it is handed.
-        # Items are JSON, so a JSON round trip copies them several times faster than deepcopy.
-        copied: list[Any] = json.loads(json.dumps(items))
-        return copied
+        return await asyncio.to_thread(self._copied, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items to the log, in one atomic append. An item that cannot be carried is
@@ -148,25 +151,37 @@ class CtxfoldSession:
         send the projection in place of the stored history, followed by whatever the Runner
         has not stored yet."""
         given = list(data.model_data.input)
-        self._tail = await asyncio.to_thread(self._unstored_tail, given)
-        if self.compactor is not None:
+        # One trip to a worker thread when no compaction is due, the usual case.
+        history = await asyncio.to_thread(self._prepare, given)
+        if history is None:
+            assert self.compactor is not None
             await self.compactor.amaybe_compact(self.session)
-        history = await asyncio.to_thread(self.projected_items)
+            history = await asyncio.to_thread(self.projected_items)
         return ModelInputData(input=history + self._tail, instructions=data.model_data.instructions)
 
     def projected_items(self) -> list[dict[str, Any]]:
-        """The projection as input items: what the model is sent in place of the history."""
-        out: list[dict[str, Any]] = []
-        views = self._views
-        fresh: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
-        for item in self.session.items():
-            cached = views.get(item.id)
-            if cached is None or cached[0] is not item.message:
-                cached = (item.message, conv.message_to_items(item.message))
-            fresh[item.id] = cached
-            out.extend(cached[1])
-        self._views = fresh
-        return out
+        """The projection as input items: what the model is sent in place of the history.
+
+        Converted as far as it changed: when the projection only grew since the last call, only
+        the new items are converted; after a compaction, every item whose message is unchanged
+        keeps its conversion."""
+        with self._lock:
+            items = self.session.items()
+            new = appended_since(self._seen, items)
+            if new is None:
+                self._flat, new = [], items
+                kept = {item.id for item in items}
+                self._views = {k: v for k, v in self._views.items() if k in kept}
+            for item in new:
+                cached = self._views.get(item.id)
+                if cached is None or cached[0] is not item.message:
+                    cached = self._views[item.id] = (
+                        item.message,
+                        conv.message_to_items(item.message),
+                    )
+                self._flat.extend(cached[1])
+            self._seen = items
+            return list(self._flat)
 
     def wrap_model(self, model: Model) -> Model:
         """`model`, retried once after `recover_from_overflow` when the provider says the
@@ -198,6 +213,27 @@ class CtxfoldSession:
         with self._lock:
             self._stored.fold(self.session.events(after=self._stored.last_seq))
             return self._stored.items
+
+    def _copied(self, limit: int | None) -> list[Any]:
+        """The stored items (the newest `limit`), as a fresh copy, as a database read gives: the
+        Runner may change what it is handed. Each item's JSON text is kept, so the copy is one
+        parse of them all."""
+        with self._lock:
+            self._refreshed()
+            texts = self._stored.texts
+            if limit is not None:
+                texts = texts[-limit:] if limit > 0 else []
+            copied: list[Any] = json.loads("[" + ",".join(texts) + "]")
+            return copied
+
+    def _prepare(self, given: Sequence[Any]) -> list[dict[str, Any]] | None:
+        """Note what the Runner has not stored yet; then the projected items, or None when the
+        compactor must look first."""
+        with self._lock:
+            self._tail = self._unstored_tail(given)
+            if needs_compaction(self.compactor, self.session):
+                return None
+            return self.projected_items()
 
     def _add(self, items: Sequence[Any]) -> None:
         with self._lock:
@@ -246,6 +282,8 @@ class _StoredItems:
     def __init__(self) -> None:
         self.last_seq = 0
         self.items: list[dict[str, Any]] = []
+        self.texts: list[str] = []
+        """The JSON text of each item, made once, for the copies `get_items` hands out."""
         self.counts: list[tuple[int, int]] = []
         """(seq, number of items) per message event still standing."""
         self._start: dict[int, int] = {}
@@ -257,6 +295,7 @@ class _StoredItems:
             if event.type == MESSAGE:
                 raw = conv.raw_items(event.message)
                 self.items.extend(raw)
+                self.texts.extend(json.dumps(item, ensure_ascii=False) for item in raw)
                 self.counts.append((event.seq, len(raw)))
             elif event.type == COMPACTION:
                 compaction = Compaction.from_data(event.data)
@@ -274,6 +313,7 @@ class _StoredItems:
         while self.counts and self.counts[-1][0] >= seq:
             _, count = self.counts.pop()
             del self.items[len(self.items) - count :]
+            del self.texts[len(self.texts) - count :]
 
 
 def _as_dict(item: Any) -> Mapping[str, Any]:

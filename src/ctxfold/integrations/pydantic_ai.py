@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
     SourceIndex,
+    appended_since,
     check_recall,
     make_compactor,
+    needs_compaction,
     open_session,
     plain_extra,
     source_of,
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.session import Session
+    from ctxfold.session import Item, Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -66,7 +68,8 @@ class CtxfoldCapability(AbstractCapability[Any]):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (logged, never compacted).
-    - `recall`: a `RecallTool` the capability registers as a tool.
+    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool, or pass a
+      `RecallTool` of your own.
 
     Each conversation id (``agent.run(..., conversation_id=...)``, or carried on the message
     history) is one ctxfold session of the same id. Messages are matched to the log by their
@@ -82,7 +85,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         budget: Budget | None = None,
         compactor: Compactor | None = None,
         *,
-        recall: RecallTool | None = None,
+        recall: RecallTool | bool | None = None,
     ) -> None:
         self.store = store
         self.compactor = make_compactor(budget, compactor)
@@ -99,11 +102,14 @@ class CtxfoldCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Log the conversation's new messages, compact if due, send the projection."""
-        conversation = await asyncio.to_thread(self._conversation, ctx.conversation_id)
-        await asyncio.to_thread(conversation.record, request_context.messages)
-        if self.compactor is not None:
+        # One trip to a worker thread when no compaction is due, the usual case.
+        conversation, messages = await asyncio.to_thread(
+            self._prepare, ctx.conversation_id, request_context.messages
+        )
+        if messages is None:
+            assert self.compactor is not None
             await self.compactor.amaybe_compact(conversation.session)
-        messages = await asyncio.to_thread(conversation.projection)
+            messages = await asyncio.to_thread(conversation.projection)
         return dataclasses.replace(request_context, messages=messages)
 
     async def after_run(
@@ -111,8 +117,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
     ) -> AgentRunResult[Any]:
         """Log the run's last response (no model request has carried it yet), so the log
         holds the whole conversation when the run ends."""
-        conversation = await asyncio.to_thread(self._conversation, ctx.conversation_id)
-        await asyncio.to_thread(conversation.record, result.all_messages())
+        await asyncio.to_thread(self._record, ctx.conversation_id, result.all_messages())
         return result
 
     async def on_model_request_error(
@@ -165,6 +170,20 @@ class CtxfoldCapability(AbstractCapability[Any]):
         return self._conversation(conversation_id).session
 
     # -- internals -------------------------------------------------------------------------
+    def _prepare(
+        self, conversation_id: Any, history: Sequence[Any]
+    ) -> tuple[_Conversation, list[ModelMessage] | None]:
+        """Log what is new; then the projection, or None when the compactor must look first."""
+        conversation = self._record(conversation_id, history)
+        if needs_compaction(self.compactor, conversation.session):
+            return conversation, None
+        return conversation, conversation.projection()
+
+    def _record(self, conversation_id: Any, history: Sequence[Any]) -> _Conversation:
+        conversation = self._conversation(conversation_id)
+        conversation.record(history)
+        return conversation
+
     def _conversation(self, conversation_id: Any) -> _Conversation:
         with self._lock:
             found = (
@@ -184,20 +203,39 @@ class _Conversation:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.index = SourceIndex()
-        self._views: dict[int, tuple[Message, Any, ModelMessage]] = {}
+        self._history: Sequence[Any] = ()
+        self._split: dict[int, int] = {}
+        """How many logged messages each history position was split into."""
+        self._pieces: dict[int, _Piece] = {}
+        self._seen: Sequence[Item] = ()
+        self._segments: list[range | ModelMessage] = []
+        """The projection but its newest group: runs of history positions, and converted
+        messages where a strategy changed something."""
+        self._group: list[_Piece] = []
+        self._checked: tuple[Any, Message] | None = None
+        """The history message last found to match the newest logged one, and that one."""
         self._lock = threading.Lock()
 
     def record(self, history: Sequence[Any]) -> None:
-        """Append the messages of `history` the log does not hold yet, in one atomic append."""
+        """Append the messages of `history` the log does not hold yet, in one atomic append.
+
+        Positions are logged in order, so every position up to the newest logged one is in the
+        log already (`_check_continues` has just made sure the history still holds it): only the
+        positions after it are looked at."""
         with self._lock:
             self.index.refresh(self.session)
             self._check_continues(history)
+            self._history = list(history)
+            newest = self.index.newest
+            start = source_of(newest)[1] + 1 if newest is not None else 0
             new: list[Message] = []
-            for position, message in enumerate(history):
+            for position in range(start, len(history)):
                 if ["m", position, 0] in self.index:
                     continue
-                for part, converted in enumerate(conv.to_messages(message, index=position)):
-                    new.append(with_source(converted, ["m", position, part]))
+                converted = conv.to_messages(history[position], index=position)
+                self._split[position] = len(converted)
+                for part, message in enumerate(converted):
+                    new.append(with_source(message, ["m", position, part]))
             if new:
                 self.index.fold(self.session.append(new))
 
@@ -209,8 +247,12 @@ class _Conversation:
             return
         _, position, part = source_of(newest)
         if position < len(history):
+            checked = self._checked
+            if checked is not None and checked[0] is history[position] and checked[1] is newest:
+                return  # the very objects found to match before
             given = conv.to_messages(history[position], index=position)
             if part < len(given) and given[part].extra == plain_extra(newest):
+                self._checked = (history[position], newest)
                 return
         raise InvalidInputError(
             f"conversation {self.session.id!r}: the message history passed ({len(history)} "
@@ -220,19 +262,95 @@ class _Conversation:
         )
 
     def projection(self) -> list[ModelMessage]:
-        """The projection as pydantic-ai messages, split requests regrouped."""
+        """The projection as pydantic-ai messages, split requests regrouped; worked out only as
+        far as it changed since the last call.
+
+        A history message whose logged pieces are all projected, in order, with nothing changed,
+        is handed back as the history's own object (pydantic-ai then sees exactly what it holds
+        and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
-            pieces: list[tuple[Any, ModelMessage]] = []
-            fresh: dict[int, tuple[Message, Any, ModelMessage]] = {}
-            for item in self.session.items():
-                cached = self._views.get(item.id)
-                if cached is None or cached[0] is not item.message:
-                    key = conv.group_key(item.message)
-                    cached = (item.message, key, conv.to_model_message(item.message))
-                fresh[item.id] = cached
-                pieces.append((cached[1], cached[2]))
-            self._views = fresh
-            return conv.regroup(pieces)
+            items = self.session.items()
+            new = appended_since(self._seen, items)
+            if new is None:
+                self._segments, self._group, new = [], [], items
+                kept = {item.id for item in items}
+                self._pieces = {k: v for k, v in self._pieces.items() if k in kept}
+            for item in new:
+                piece = self._pieces.get(item.id)
+                if piece is None or piece.message is not item.message:
+                    piece = self._pieces[item.id] = _Piece(item.message)
+                group = self._group
+                if group and piece.joins(group[-1]):
+                    group.append(piece)
+                else:
+                    if group:
+                        self._close(group)
+                    self._group = [piece]
+            self._seen = items
+            out: list[ModelMessage] = []
+            for segment in self._segments:
+                if isinstance(segment, range):
+                    out.extend(self._history[segment.start : segment.stop])
+                else:
+                    out.append(segment)
+            if self._group:
+                position = self._whole(self._group)
+                out.append(
+                    self._history[position] if position is not None else _merged(self._group)
+                )
+            return out
+
+    def _close(self, group: list[_Piece]) -> None:
+        position = self._whole(group)
+        segments = self._segments
+        if position is None:
+            segments.append(_merged(group))
+        elif segments and isinstance(segments[-1], range) and segments[-1].stop == position:
+            segments[-1] = range(segments[-1].start, position + 1)
+        else:
+            segments.append(range(position, position + 1))
+
+    def _whole(self, group: Sequence[_Piece]) -> int | None:
+        """The history position `group` is all of, unchanged, or None."""
+        origins = [piece.origin for piece in group]
+        first = origins[0]
+        if first is None or any(o is None or o != (first[0], n) for n, o in enumerate(origins)):
+            return None
+        position = first[0]
+        if position >= len(self._history):
+            return None
+        if position not in self._split:
+            self._split[position] = len(conv.to_messages(self._history[position], index=position))
+        return position if self._split[position] == len(group) else None
+
+
+class _Piece:
+    """One projected message on its way back to pydantic-ai: its group key, where in the
+    history it came from when nothing changed it, and its converted form, made when needed."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        self.key = conv.group_key(message)
+        self.request = message.role != "assistant"
+        source = source_of(message)
+        faithful = isinstance(source, list) and len(source) == 3 and conv.faithful(message)
+        self.origin: tuple[int, int] | None = (source[1], source[2]) if faithful else None
+        self._model: ModelMessage | None = None
+
+    def joins(self, previous: _Piece) -> bool:
+        """Whether this piece belongs to the request `previous` is part of."""
+        return self.key is not None and self.key == previous.key and previous.request
+
+    @property
+    def model(self) -> ModelMessage:
+        if self._model is None:
+            self._model = conv.to_model_message(self.message)
+        return self._model
+
+
+def _merged(group: Sequence[_Piece]) -> ModelMessage:
+    (merged,) = conv.regroup([(piece.key, piece.model) for piece in group])
+    return merged
 
 
 __all__ = ["CtxfoldCapability"]

@@ -84,10 +84,10 @@ def placeholder(tool: str, arguments: str, message: Message, item_id: int, token
     about = gist(arguments)
     call = f"{tool}({about})" if about else tool
     error = read_outcome(message.text).error_line
-    failed = f"; it failed with {code_span(error)}" if error else ""
+    failed = f" It failed with {code_span(error)}." if error else ""
     return (
         f"{CLEARED_MARK}{call} was cleared to save context (call {message.tool_call_id}, "
-        f"{tokens} tokens{failed}). The full output is kept in the session log as event "
+        f"{tokens} tokens).{failed} The full output is kept in the session log as event "
         f"{item_id}; recall it from there, or run the call again if it is needed.]"
     )
 

@@ -99,13 +99,15 @@ def stretch_request(
     read = 0
     for position, message in enumerate(originals):
         item = view.items[start + position]
+        tokens = view.counts[start + position]
         if item.kind == "summary" and holds_any_ledger(message.text):
             # Its sections are read; its ledger section is merged as data, never read.
-            read += view.count(message.replace(content=strip_ledger(message.text)))
-        elif item.original is not None or message is not item.message:
-            read += view.count(message)  # masks undone (or redacted): what is read
-        else:
-            read += view.counts[start + position]
+            tokens -= view.count_text(message.text) - view.count_text(strip_ledger(message.text))
+        elif message.text != item.message.text:
+            # Masks undone (or redacted): the text read instead of the one the view counted,
+            # in the same frame, so no message is counted again (`count_message`).
+            tokens += view.count_text(message.text) - view.count_text(item.message.text)
+        read += tokens
     request = build_request(
         originals,
         synthetic=synthetic,

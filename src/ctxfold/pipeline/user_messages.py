@@ -42,8 +42,9 @@ class CollapseRepeats:
                 continue
             sent = words.copies.get(stands, 2)
             text = (
-                f"{REPEAT_MARK}{view.items[stands].id} was sent here too ({sent} times in "
-                "all); it stands there in full.]"
+                f"{REPEAT_MARK}{view.items[stands].id}, which stands in full, was sent here "
+                f"too ({sent} times in all). This copy is kept in the session log as log item "
+                f"{item.id}.]"
             )
             tokens = view.count(item.message.replace(content=text))
             if tokens >= view.counts[position]:

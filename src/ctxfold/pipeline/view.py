@@ -8,21 +8,52 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 
 from ctxfold.errors import InvalidHistoryError
 from ctxfold.events import Compaction, Mask, MaskedItem
 from ctxfold.messages import Message
+from ctxfold.messages.frames import NOTE_MARK
 from ctxfold.messages.structure import Structure, analyze
 from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
+from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers.redact import redact_messages
 from ctxfold.tokens.budget import user_words_bound
+
+
+class _NoteCounts:
+    """The counts of the last notes weighed, per counter (kept alive by the entry, so that its
+    id is not reused while the entry lives). Compactors may run in several threads: one lock."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[tuple[int, str, str], tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count(self, counter: TokenCounter, message: Message) -> int:
+        key = (id(counter), message.role, message.text)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and found[0] is counter:
+                self._entries.move_to_end(key)
+                return found[1]
+        tokens = counter.count_message(message)
+        with self._lock:
+            self._entries[key] = (counter, tokens)
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return tokens
+
+
+_NOTES = _NoteCounts(maxsize=4096)
 
 MASKABLE = frozenset({"tool", "user"})
 """The roles a mask may give new content: tool results (cleared, cut) and user messages
@@ -61,6 +92,7 @@ class WorkingView:
         self.next_seq = snapshot.base_seq + 1
         self.edits: list[Compaction | Mask] = []
         self.changes: list[Applied] = []
+        self._counted: dict[tuple[object, ...], tuple[object, int]] = {}
         """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
@@ -89,8 +121,26 @@ class WorkingView:
         return self.rules.summary_role
 
     def count(self, message: Message) -> int:
-        """Tokens of one message, in the run's counter units."""
-        return self.rules.counter.count_message(message)
+        """Tokens of one message, in the run's counter units.
+
+        A strategy counts the message it proposes and the view counts it again as it applies
+        it: a message without tool calls is counted once per run, by the fields counters read
+        (its provider fields, which may hold attachments, by identity)."""
+        if message.tool_calls:
+            return self.rules.counter.count_message(message)
+        extra = message.extra
+        key = (message.role, message.content, message.name, message.tool_call_id, id(extra))
+        found = self._counted.get(key)
+        if found is not None and found[0] is extra:
+            return found[1]
+        if not extra and message.text.startswith(NOTE_MARK):
+            # A note's text repeats from run to run (the window weighs the same note for the
+            # same gap each time): counted once per counter, not once per run.
+            tokens = _NOTES.count(self.rules.counter, message)
+        else:
+            tokens = self.rules.counter.count_message(message)
+        self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
+        return tokens
 
     def count_text(self, text: str) -> int:
         return self.rules.counter.count_text(text)
@@ -211,6 +261,13 @@ class WorkingView:
             if index < len(self.items) and index not in pinned:
                 gap_start = index if gap_start is None else gap_start
                 continue
+            if (
+                gap_start is not None
+                and index - gap_start == 1
+                and self.items[gap_start].kind == "note"
+            ):
+                total += self.counts[gap_start]  # a note alone stands for itself already
+                gap_start = None
             if gap_start is not None:
                 note = note_for(self.items, structure, gap_start, index, self.summary_role)
                 gap, cost = self.tokens(gap_start, index), self.count(note.message)
@@ -270,6 +327,7 @@ class WorkingView:
                 dropped=edit.dropped,
                 turns=edit.turns,
                 range=edit.range,
+                counter=self.rules.counter.name,
                 ledger=edit.ledger,
             )
         )
@@ -307,9 +365,11 @@ class WorkingView:
         if not new_items or saved <= 0:
             return False
         masked = tuple(
-            MaskedItem(self.items[i].id, new_items[i].message.text) for i in sorted(new_items)
+            MaskedItem(self.items[i].id, new_items[i].message.text, new_counts[i])
+            for i in sorted(new_items)
         )
-        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved))
+        counter = self.rules.counter.name
+        self.edits.append(Mask(masked, strategy=strategy, tokens_saved=saved, counter=counter))
         order = sorted(new_items)
         self.changes.append(
             Applied(

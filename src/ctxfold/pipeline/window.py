@@ -111,6 +111,8 @@ class SlidingWindow:
             if chosen is None:
                 continue
             end, note = chosen
+            if end - start == 1 and view.items[start].kind == "note":
+                continue  # a note alone: dropping it would put the same note in its place
             message = _with_identifiers(
                 view, start, end, note.message, tokens=view.tokens(start, end)
             )

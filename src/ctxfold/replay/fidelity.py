@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxfold.messages import Message
 from ctxfold.pipeline.user_words import Candidate, select_user_words
-from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Item
 from ctxfold.summarizers.identifiers import extract_identifiers, kind_of
 from ctxfold.summarizers.ledger import build_ledger
@@ -134,7 +133,7 @@ class Fidelity:
 def measure(
     messages: Sequence[Message],
     final: Sequence[Item],
-    counter: TokenCounter,
+    size: Callable[[Message], int],
     *,
     user_bound: int,
     target: int,
@@ -143,9 +142,10 @@ def measure(
     history_tokens: int | None = None,
 ) -> Fidelity:
     """The fidelity of `final` (the replay's last projected items) to `messages` (the whole
-    transcript), with the user's words bound at `user_bound` tokens."""
+    transcript), with the user's words bound at `user_bound` tokens; `size(message)` gives a
+    message's tokens (a replay passes the counts it already has, so nothing is counted twice)."""
     users = [(i, m) for i, m in enumerate(messages) if m.role == "user"]
-    candidates = [Candidate(i, m.text, counter.count_message(m)) for i, m in users]
+    candidates = [Candidate(i, m.text, size(m)) for i, m in users]
     words = select_user_words(candidates, user_bound)
     kept_texts = {
         item.message.text
@@ -165,10 +165,10 @@ def measure(
     homes -= commands
     probes = tuple(probes_of(messages))
     answered = tuple(all(n in view_text for n in p.needles) for p in probes)
-    summaries = sum(counter.count_message(i.message) for i in final if i.synthetic)
+    summaries = sum(size(i.message) for i in final if i.synthetic)
     return Fidelity(
         user_bound=user_bound,
-        task_tokens=counter.count_message(task) if task is not None else None,
+        task_tokens=size(task) if task is not None else None,
         task_kept=None if task is None else task.text in kept_texts,
         user_messages=len(distinct),
         user_within=len(within),
@@ -185,9 +185,7 @@ def measure(
         target=target,
         read_tokens=read_tokens,
         history_tokens=(
-            history_tokens
-            if history_tokens is not None
-            else sum(counter.count_message(m) for m in messages)
+            history_tokens if history_tokens is not None else sum(size(m) for m in messages)
         ),
         missed=tuple(p.label for p, ok in zip(probes, answered, strict=True) if not ok),
     )

@@ -20,9 +20,11 @@ from ctxfold.errors import BudgetError, InvalidHistoryError
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
 from ctxfold.replay.fidelity import Fidelity, measure
+from ctxfold.session.frozen import Frozen
 
 if TYPE_CHECKING:
     from ctxfold.compactor import CompactionReport, Compactor
+    from ctxfold.events import Event
     from ctxfold.messages.validity import Provider
     from ctxfold.protocols import Summarizer, TokenCounter
     from ctxfold.session import Session
@@ -184,7 +186,7 @@ def replay(
     if budget is None:
         raise BudgetError("replay needs a compactor with a budget: its trigger is what is replayed")
     count = counter or compactor.counter
-    sizes = _Sizes(count)
+    sizes = _Sizes(count, session if count is compactor.counter else None)
     system = sizes.total([m for m in messages if m.role == "system"])
     if system > budget.window:
         raise BudgetError(
@@ -194,9 +196,9 @@ def replay(
     started = time.perf_counter()
     requests: list[Request] = []
     compactions: list[ReplayCompaction] = []
-    previous: list[Message] = []
+    previous: Sequence[Message] = ()
     for index, message in enumerate(messages):
-        session.append(message)
+        sizes.appended(message, session.append(message))
         if progress is not None:
             progress(1)
         if not _before_request(messages, index):
@@ -211,14 +213,15 @@ def replay(
         projected = session.messages()
         if report is not None and report.landed:
             _check_valid(projected, provider, turn)
+        request_tokens, prefix_tokens = sizes.request(previous, projected)
         requests.append(
             Request(
                 turn=turn,
                 message=index + 1,
                 tokens_before=before,
                 tokens=compactor.estimate(session) if report is not None else before,
-                request_tokens=sizes.total(projected),
-                prefix_tokens=sizes.total(_common_prefix(previous, projected)),
+                request_tokens=request_tokens,
+                prefix_tokens=prefix_tokens,
                 compaction=slot,
             )
         )
@@ -239,7 +242,7 @@ def replay(
         fidelity=measure(
             messages,
             session.items(),
-            count,
+            lambda message: sizes.total([message]),
             user_bound=budget.user_words_tokens,
             target=budget.target_tokens,
             largest_summary=_largest_summary(compactions),
@@ -326,12 +329,46 @@ def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> list[Message]:
 
 
 class _Sizes:
-    """Per-message token counts, cached: consecutive requests share most of their messages."""
+    """Per-message token counts, each message counted once: consecutive requests share most of
+    their messages.
 
-    def __init__(self, counter: TokenCounter) -> None:
+    Given the `session`, whose tally counts with this same counter, the counts come from that
+    tally, which counted every message as it was appended and took each summary's count from its
+    compaction event: the replay then counts nothing itself."""
+
+    def __init__(self, counter: TokenCounter, session: Session | None = None) -> None:
         self.counter = counter
+        self.session = session
         # Keyed by id(); the message is kept alongside so that its id cannot be reused.
         self.cache: dict[int, tuple[Message, int]] = {}
+        self.last = 0
+        """Tokens of the previous request."""
+
+    def appended(self, message: Message, stored: Sequence[Event]) -> None:
+        """`message` was appended as `stored`: its projected copy has the tally's count."""
+        if self.session is None or not stored:
+            return
+        tokens = self.session.tally(self.counter).count(stored[0].seq)
+        self.cache[id(message)] = (message, tokens)
+        projected = self.session.items()[-1].message
+        self.cache[id(projected)] = (projected, tokens)
+
+    def request(self, previous: Sequence[Message], projected: Sequence[Message]) -> tuple[int, int]:
+        """Tokens of `projected`, and of the part of it `previous` began with. When only appends
+        came in between, that part is the whole previous request: O(new messages)."""
+        if isinstance(projected, Frozen) and projected.extends(previous):
+            prefix = self.last
+            total = prefix + self.total(projected[len(previous) :])
+        else:
+            if self.session is not None:
+                tally = self.session.tally(self.counter)
+                for item in self.session.items():
+                    if id(item.message) not in self.cache:
+                        self.cache[id(item.message)] = (item.message, tally.count(item.id))
+            total = self.total(projected)
+            prefix = self.total(_common_prefix(previous, projected))
+        self.last = total
+        return total, prefix
 
     def total(self, messages: Sequence[Message]) -> int:
         out = 0

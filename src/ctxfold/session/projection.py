@@ -47,6 +47,7 @@ from ctxfold.events import (
 )
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
+from ctxfold.session.frozen import Frozen, frozen
 
 ItemKind = Literal["message", "summary", "note"]
 
@@ -99,6 +100,10 @@ class Change:
     added: tuple[Item, ...] = ()
     edit: bool = False
     """True when items already projected changed: a provider-usage anchor no longer holds."""
+    counter: str | None = None
+    """The counter that counted `tokens`, as the event recorded it (None: nothing counted)."""
+    tokens: Mapping[int, int] = field(default_factory=dict)
+    """Tokens of added items (by id) that the writer of the event counted already."""
 
 
 @dataclass
@@ -106,34 +111,48 @@ class Projection:
     """The current projection of one session, updated event by event."""
 
     last_seq: int = 0
+    # `_items` and `_messages` follow the rule of `ctxfold.session.frozen`: they grow in place
+    # only at the end; any other change builds new lists (`_rebuilt`), so views handed out by
+    # `items` and `messages()` never change under their holders.
     _items: list[Item] = field(default_factory=list)
     _keys: list[int] = field(default_factory=list)
     _key_of: dict[int, int] = field(default_factory=dict)
     _pins: set[int] = field(default_factory=set)
+    _messages: list[Message] = field(default_factory=list)
 
     @classmethod
-    def of_items(cls, items: Sequence[Item], last_seq: int) -> Projection:
-        """A projection that holds `items` as of seq `last_seq` (their keys must ascend)."""
+    def of_items(cls, items: Sequence[Item], last_seq: int, pins: Iterable[int] = ()) -> Projection:
+        """A projection that holds `items` as of seq `last_seq` (their keys must ascend), with
+        the items `pins` pinned."""
         return cls(
             last_seq,
             list(items),
             [item.key for item in items],
             {item.id: item.key for item in items},
+            set(pins),
+            [item.message for item in items],
         )
 
     def copy(self) -> Projection:
         """An independent copy, to check a batch against without touching this one."""
         return Projection(
-            self.last_seq, list(self._items), list(self._keys), dict(self._key_of), set(self._pins)
+            self.last_seq,
+            list(self._items),
+            list(self._keys),
+            dict(self._key_of),
+            set(self._pins),
+            list(self._messages),
         )
 
     # -- reading ---------------------------------------------------------------------------
     @property
-    def items(self) -> Sequence[Item]:
-        return self._items
+    def items(self) -> Frozen[Item]:
+        """The projected items, as an immutable view: O(1), and it never changes afterwards."""
+        return frozen(self._items)
 
-    def messages(self) -> list[Message]:
-        return [item.message for item in self._items]
+    def messages(self) -> Frozen[Message]:
+        """The projected messages, as an immutable view: O(1), and it never changes afterwards."""
+        return frozen(self._messages)
 
     def synthetic(self) -> frozenset[int]:
         return frozenset(i for i, item in enumerate(self._items) if item.synthetic)
@@ -284,6 +303,7 @@ class Projection:
         if event.type == MESSAGE:
             item = Item(event.seq, event.message, "message", event.seq)
             self._items.append(item)
+            self._messages.append(item.message)
             self._keys.append(item.key)
             self._key_of[item.id] = item.key
             return Change(added=(item,))
@@ -312,18 +332,20 @@ class Projection:
             seq, compaction.message, compaction.kind, removed[0].key, covers, None, held,
             compaction.ledger,
         )  # fmt: skip
-        self._items[start : end + 1] = [item]
+        self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
         self._keys[start : end + 1] = [item.key]
         for gone in removed:
             del self._key_of[gone.id]
         self._key_of[item.id] = item.key
-        return Change(removed=removed, added=(item,), edit=True)
+        tokens = {} if compaction.tokens_after is None else {item.id: compaction.tokens_after}
+        return Change(removed, (item,), True, compaction.counter, tokens)
 
     def _mask(self, mask: Mask) -> Change:
         removed: list[Item] = []
         added: list[Item] = []
+        items = list(self._items)
         for index, content in self._mask_targets(mask):
-            old = self._items[index]
+            old = items[index]
             # Provider fields stay (an Anthropic is_error, say); the adapters write kept
             # content parts back only while they still match the text.
             new = Item(
@@ -333,19 +355,26 @@ class Projection:
                 old.key,
                 original=old.unmasked,
             )
-            self._items[index] = new
+            items[index] = new
             removed.append(old)
             added.append(new)
-        return Change(tuple(removed), tuple(added), edit=True)
+        self._rebuilt(items)
+        tokens = {i.id: i.tokens for i in mask.items if i.tokens is not None}
+        return Change(tuple(removed), tuple(added), True, mask.counter, tokens)
 
     def _remove_from(self, start: int) -> Change:
         removed = tuple(self._items[start:])
-        del self._items[start:]
+        self._rebuilt(self._items[:start])
         del self._keys[start:]
         for gone in removed:
             del self._key_of[gone.id]
             self._pins.discard(gone.id)
         return Change(removed=removed, edit=bool(removed))
+
+    def _rebuilt(self, items: list[Item]) -> None:
+        # New lists, never an edit in place: views handed out earlier keep what they showed.
+        self._items = items
+        self._messages = [item.message for item in items]
 
     def extend(self, events: Iterable[Event]) -> list[Change]:
         return [self.apply(event) for event in events]

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ctxfold.errors import ConflictError, InvalidInputError
+from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
-    OVERFLOW,
+    COMPACTION,
+    MASK,
     RESET,
     RESHAPING,
-    USAGE,
     Event,
     NewEvent,
     Overflow,
@@ -35,11 +35,21 @@ from ctxfold.events import (
 )
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
-from ctxfold.session.projection import Change, Item, Projection
+from ctxfold.session import checkpoint
+from ctxfold.session.fold import Fold
+from ctxfold.session.projection import Item
+from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
+from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
+
+CHECKPOINT_EVERY = 1000
+"""Events between two checkpoints of a session's projection, by default (besides one at each
+compaction, mask and reset)."""
+
+_RESHAPED = frozenset({COMPACTION, MASK, RESET})
 
 
 class Session:
@@ -53,14 +63,31 @@ class Session:
     """
 
     def __init__(
-        self, store: StoreBase, session_id: str, *, counter: TokenCounter | None = None
+        self,
+        store: StoreBase,
+        session_id: str,
+        *,
+        counter: TokenCounter | None = None,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
+        if checkpoint_every is not None and (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 1
+        ):
+            raise InvalidInputError(
+                f"checkpoint_every must be a positive number of events or None, "
+                f"not {checkpoint_every!r}"
+            )
         self.store = store
         self.id = session_id
+        self.checkpoint_every = checkpoint_every
         self._counter = counter
-        self._state = _State()
+        self._state = Fold()
+        self._started = False
+        self._checkpoint_seq = 0
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -72,6 +99,7 @@ class Session:
         items: Message | NewEvent | Iterable[Message | NewEvent],
         *,
         expected_seq: int | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Event]:
         """Append messages and/or events atomically; returns the stored events.
 
@@ -81,6 +109,11 @@ class Session:
         too (`pins-respected`). When the batch holds such an event, the append is made with
         `expected_seq` (the seq the check ran against, unless given), so a concurrent writer
         makes it fail with `ConflictError` rather than land on another history.
+
+        `idempotency_key` names this append (make it once, before the first try, e.g. a UUID):
+        sent again after a lost acknowledgement, the append writes nothing and returns the events
+        the first try stored, and the projection holds them once (`session-append-idempotent`).
+        An edit whose first try landed is recognised too, though its check now fails.
         """
         items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
         batch = _as_events(items_list)
@@ -89,9 +122,16 @@ class Session:
         with self._lock:
             if any(e.type in RESHAPING for e in batch):
                 self.refresh()
-                if expected_seq is not None and expected_seq != self._state.projection.last_seq:
-                    raise ConflictError(self.id, expected_seq, self._state.projection.last_seq)
-                self._check_batch(batch)
+                try:
+                    last = self._state.projection.last_seq
+                    if expected_seq is not None and expected_seq != last:
+                        raise ConflictError(self.id, expected_seq, last)
+                    self._check_batch(batch)
+                except (ConflictError, InvalidHistoryError):
+                    prior = self._landed_before(batch, idempotency_key)
+                    if prior is None:
+                        raise
+                    return prior
                 expected_seq = self._state.projection.last_seq
             else:
                 # Messages given as Message values are valid by construction; a raw event is read
@@ -99,9 +139,25 @@ class Session:
                 for item, event in zip(items_list, batch, strict=True):
                     if not isinstance(item, Message):
                         self._state.projection.check(event)
-            stored = self.store.append(self.id, batch, expected_seq=expected_seq)
+            # The key goes only when given: a store wrapper written before keys existed (an
+            # `append` without the keyword) keeps working for unkeyed appends.
+            keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
+            stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
             self._catch_up(stored)
+            self._keep_checkpoint(stored)
             return stored
+
+    def _landed_before(self, batch: list[NewEvent], key: str | None) -> list[Event] | None:
+        """The events a first try with `key` stored, when an edit retried with it no longer
+        passes its check because that first try landed; None when the key is new."""
+        if key is None or self._state.projection.last_seq == 0:
+            return None
+        try:
+            # expected_seq 0 never matches a session that has events: the store answers with
+            # the first try's events when the key was used, else refuses and writes nothing.
+            return self.store.append(self.id, batch, expected_seq=0, idempotency_key=key)
+        except ConflictError:
+            return None
 
     def _catch_up(self, stored: Sequence[Event]) -> None:
         # When nobody else wrote in between, the events just stored are the next ones to fold:
@@ -194,30 +250,58 @@ class Session:
     def _append_one(self, event: NewEvent) -> Event:
         stored = self.store.append(self.id, [event])
         self._catch_up(stored)
+        self._keep_checkpoint(stored)
         return stored[0]
+
+    def _keep_checkpoint(self, stored: Sequence[Event]) -> None:
+        # At each compaction, mask or reset (the projection just changed shape), and every
+        # `checkpoint_every` events. Derived data: the store logs a failure to keep it.
+        every = self.checkpoint_every
+        last = self._state.projection.last_seq
+        if every is None or not stored or last <= self._checkpoint_seq:
+            return
+        if last - self._checkpoint_seq < every and not any(e.type in _RESHAPED for e in stored):
+            return
+        self._checkpoint_seq = last
+        self.store.save_snapshot(self.id, last, checkpoint.encode(self._state))
 
     # -- reading ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Fold in the events other writers appended since the last look."""
+        """Fold in the events other writers appended since the last look. The first look starts
+        from the store's checkpoint of this session, when it has a usable one, and folds only
+        what came after it (`checkpoints-are-derived`)."""
         with self._lock:
-            for event in self.store.read(self.id, after=self._state.projection.last_seq):
+            if not self._started:
+                self._started = True
+                if self._state.projection.last_seq == 0:
+                    loaded = checkpoint.load(self.store, self.id)
+                    if loaded is not None:
+                        self._state = loaded
+                        self._checkpoint_seq = loaded.projection.last_seq
+            for event in self.store.stream(self.id, after=self._state.projection.last_seq):
                 self._state.fold(event)
 
     def events(self, after: int = 0) -> list[Event]:
         """Every stored event after `after`, originals and compactions alike, in seq order."""
         return self.store.read(self.id, after=after)
 
-    def messages(self) -> list[Message]:
-        """The projection: the messages the model is sent now."""
+    def messages(self) -> Sequence[Message]:
+        """The projection: the messages the model is sent now.
+
+        An immutable sequence (`ctxfold.session.frozen.Frozen`), not a list: handing it out costs
+        O(1) whatever the length of the history, and it keeps showing this moment's projection
+        after later appends and compactions. Copy it (``list(...)``) to change it; it compares
+        equal to a list of the same messages (`reads-are-stable`)."""
         with self._lock:
             self.refresh()
             return self._state.projection.messages()
 
-    def items(self) -> list[Item]:
-        """The projection with each message's id, kind and covered range."""
+    def items(self) -> Sequence[Item]:
+        """The projection with each message's id, kind and covered range; an immutable sequence,
+        O(1) like `messages()`."""
         with self._lock:
             self.refresh()
-            return list(self._state.projection.items)
+            return self._state.projection.items
 
     def message_count(self) -> int:
         """How many messages the projection holds now; O(new events), no copy."""
@@ -279,56 +363,82 @@ class Session:
                 anchored=tally.anchored,
             )
 
+    # -- recall and watch (the work is in ctxfold.session.recall and in the store) ---------
+    _recaller: Recaller | None = None
+
+    def recall(
+        self,
+        query: str | None = None,
+        *,
+        ref: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Recalled:
+        """The original messages the view no longer shows, by `ref` or by `query`, framed as
+        quoted data within `max_tokens` tokens (by the session's counter).
+
+        - `ref`: what a note, placeholder or summary prints: ``"41-57"`` (``"log items
+          41–57"``), ``"event 12"``, ``"log 12"``, a cleared result's call id, or ``"c12"`` for
+          the compaction event at seq 12. An unknown ref is an `UnknownRefError`.
+        - `query`: full-text search over the originals out of view, best matches first (those
+          holding the query verbatim before the rest).
+
+        Out of view means under a summary or a note, or cleared by a mask. Messages still in view
+        are never returned, nor those a retraction or a reset took out on purpose. Give exactly
+        one of `query` and `ref`; bad input is an `InvalidInputError`. Recall reads the log and
+        never writes (`recall-out-of-view-only`, `recall-framed-and-bounded`).
+
+        >>> from ctxfold.storage import MemoryStore
+        >>> session = MemoryStore().session("r")
+        >>> _ = session.append([Message("user", "deploy to eu-west-3"), Message("assistant", "ok")])
+        >>> session.recall("eu-west-3").seqs  # still in view: nothing to recall
+        ()
+        """
+        counter = self._counter
+        with self._lock:
+            if self._recaller is None:
+                self._recaller = Recaller(self.store, self.id)
+            recaller = self._recaller
+            if counter is None:
+                counter = self._counter = make_counter("auto")
+        return recaller.recall(query, ref=ref, max_tokens=max_tokens, counter=counter)
+
+    def call_recall(self, arguments: str | Mapping[str, Any]) -> str:
+        """The answer to one call of the recall tool (`ctxfold.recall_tool`): `arguments` as
+        the model sent them (JSON text or a mapping with ``query`` or ``ref``, and
+        ``max_tokens``). A bad argument comes back as a short error text the model can act on,
+        and is logged on ``ctxfold.recall``; it never raises for one."""
+        return call_recall(self, arguments)
+
+    def watch(
+        self,
+        after: int = 0,
+        *,
+        idle_timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Event]:
+        """Follow the session live: every event with a seq above `after`, in seq order, each
+        once, first those stored, then new ones as they land (`watch-every-event-once`).
+
+        Ends when `stop` is set, after `idle_timeout` seconds with no new event (None: never),
+        when the store is closed, or when the loop is left. Pass ``after=session.last_seq`` for
+        only what comes next. See `StoreBase.subscribe`."""
+        return self.store.subscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
+
     def _tally_for(self, counter: TokenCounter | None) -> Tally:
         wanted = counter or self._counter
         tally = self._state.tally
         if tally is not None and (wanted is None or tally.counter is wanted):
             return tally
         self._counter = wanted or make_counter("auto")
-        # Fold the log once more with a tally attached; from then on counts are cached per item
-        # and each new event updates the total incrementally.
+        # Count the projection as it stands (each item once, or from a recorded count); from
+        # then on each new event updates the total incrementally. The log is not read again.
         tally = Tally(self._counter)
-        state = _State(tally=tally)
-        for event in self.store.read(self.id):
-            state.fold(event)
-        self._state = state
+        self._state.attach(tally, previous=self._state.tally)
         return tally
 
 
 # `store.session(id)` builds a Session; the store layer cannot import this one (it sits below).
 register_session_type(Session)
-
-
-class _State:
-    """What a session derives from its log: the projection (pins included), the token tally,
-    and the count of overflows."""
-
-    def __init__(self, tally: Tally | None = None) -> None:
-        self.projection = Projection()
-        self.tally = tally
-        self.last_edit_seq = 0
-        self.overflows = 0
-
-    def fold(self, event: Event) -> None:
-        change = self.projection.apply(event)
-        if change.edit:
-            self.last_edit_seq = event.seq
-        if event.type == OVERFLOW:
-            self.overflows += 1
-        elif event.type == RESET:
-            self.overflows = 0
-        if self.tally is not None:
-            _update_tally(self.tally, change)
-            if event.type == USAGE:
-                self._anchor(Usage.from_data(event.data))
-
-    def _anchor(self, usage: Usage) -> None:
-        assert self.tally is not None
-        if usage.after_seq < self.last_edit_seq:
-            return  # the request it measured was sent before the last edit: no longer the view
-        # Items that came after the measured request are not in the provider's figure.
-        later = _tail_after(self.projection.items, usage.after_seq)
-        self.tally.anchor(usage.prompt_tokens + sum(self.tally.count(i.id) for i in later))
 
 
 class AsyncSession:
@@ -353,13 +463,16 @@ class AsyncSession:
         items: Message | NewEvent | Iterable[Message | NewEvent],
         *,
         expected_seq: int | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Event]:
-        return await asyncio.to_thread(self.sync.append, items, expected_seq=expected_seq)
+        return await asyncio.to_thread(
+            self.sync.append, items, expected_seq=expected_seq, idempotency_key=idempotency_key
+        )
 
-    async def messages(self) -> list[Message]:
+    async def messages(self) -> Sequence[Message]:
         return await asyncio.to_thread(self.sync.messages)
 
-    async def items(self) -> list[Item]:
+    async def items(self) -> Sequence[Item]:
         return await asyncio.to_thread(self.sync.items)
 
     async def events(self, after: int = 0) -> list[Event]:
@@ -386,6 +499,29 @@ class AsyncSession:
     async def reset(self) -> Event:
         return await asyncio.to_thread(self.sync.reset)
 
+    async def recall(
+        self,
+        query: str | None = None,
+        *,
+        ref: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Recalled:
+        return await asyncio.to_thread(self.sync.recall, query, ref=ref, max_tokens=max_tokens)
+
+    async def call_recall(self, arguments: str | Mapping[str, Any]) -> str:
+        return await asyncio.to_thread(self.sync.call_recall, arguments)
+
+    def watch(
+        self,
+        after: int = 0,
+        *,
+        idle_timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> AsyncIterator[Event]:
+        """`Session.watch` for asyncio code: ``async for event in session.watch(): ...``; the
+        waiting runs in a worker thread, and leaving the loop or cancelling ends it."""
+        return self.sync.store.asubscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
+
 
 def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
     if isinstance(items, (Message, NewEvent)):
@@ -402,24 +538,6 @@ def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list
                 "append takes Message or NewEvent values"
             )
     return out
-
-
-def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
-    tail: list[Item] = []
-    for item in reversed(items):
-        if item.id <= seq:
-            break
-        tail.append(item)
-    return tail
-
-
-def _update_tally(tally: Tally, change: Change) -> None:
-    for item in change.removed:
-        tally.remove(item.id)
-    for item in change.added:
-        tally.add(item.id, item.message)
-    if change.edit:
-        tally.drop_anchor()
 
 
 __all__ = ["AsyncSession", "Session"]

@@ -6,6 +6,7 @@
 - ``search_docs`` and ``search_progress``: a ``tsvector`` per message event, with a GIN index
   (version 4). It is derived data, brought up to date by each search rather than by each append,
   so the events written before this version are indexed by the first search, like any other.
+  Version 5 rebuilds it, since tool-call arguments are indexed by their JSON values from then on.
 
 Every name is composed with `psycopg.sql`, quoted as an identifier, never pasted into SQL text.
 """
@@ -75,6 +76,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             seq bigint NOT NULL
         )
         """,
+    ),
+    (
+        # Version 5 indexes a tool call's JSON arguments by their values, escapes read: the index
+        # is derived data, so it is emptied and the next search of each session rebuilds it.
+        "DELETE FROM {search_docs}",
+        "DELETE FROM {search_progress}",
     ),
 )
 

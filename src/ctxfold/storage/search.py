@@ -4,8 +4,9 @@ Every store indexes the same words and reads a query the same way, so a search f
 messages in memory, SQLite (FTS5) and PostgreSQL (``tsvector``); only the scores differ.
 
 - **What is indexed:** the text of each ``message`` event: its content, and the name and arguments
-  of each tool call, up to `MAX_INDEXED_CHARS` characters per message. Summaries, notes and other
-  event types are not indexed (the view shows them already).
+  of each tool call (JSON arguments as their keys and values, escapes read: `arguments_text`), up
+  to `MAX_INDEXED_CHARS` characters per message. Summaries, notes and other event types are not
+  indexed (the view shows them already).
 - **Words:** runs of letters and digits, lowercased; everything else separates words, so
   ``src/ctxfold/session.py`` is the words ``src ctxfold session py``. Words match whole (no prefix
   or stemming: an identifier is found by itself, and a short word does not flood the results).
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,12 +137,45 @@ def search_text(data: Mapping[str, Any]) -> str:
     if isinstance(calls, list):
         for call in calls:
             if isinstance(call, Mapping):
-                parts.extend(
-                    value
-                    for value in (call.get("name"), call.get("arguments"))
-                    if isinstance(value, str)
-                )
+                name, arguments = call.get("name"), call.get("arguments")
+                if isinstance(name, str):
+                    parts.append(name)
+                if isinstance(arguments, str):
+                    parts.append(arguments_text(arguments))
     return "\n".join(parts)[:MAX_INDEXED_CHARS]
+
+
+def arguments_text(arguments: str) -> str:
+    r"""A tool call's arguments as the words they hold: for JSON, each key and each value on a
+    line of its own, with JSON's escapes read (so ``"a\nfix"`` is the words ``a`` and ``fix``,
+    not ``a`` and ``nfix``); any other text as it is.
+
+    >>> arguments_text('{"command": "cd /repo\\npytest -x"}')
+    'command\ncd /repo\npytest -x'
+    """
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(parsed, str):
+        return parsed
+    if not isinstance(parsed, (dict, list)):
+        return arguments
+    return "\n".join(_json_words(parsed))
+
+
+def _json_words(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _json_words(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_words(item)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
 
 
 def stored_text(data: str) -> str:

@@ -6,7 +6,8 @@
 - ``search_docs``, ``search_index`` (FTS5) and ``search_progress``: the full-text index of message
   events (version 4). It is derived data, brought up to date by each search rather than by each
   append: an append then writes only its own rows, and the events written before this version
-  are indexed by the first search, like any other.
+  are indexed by the first search, like any other. Version 5 rebuilds it, since tool-call
+  arguments are indexed by their JSON values from then on.
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             seq INTEGER NOT NULL
         ) WITHOUT ROWID
         """,
+    ),
+    (
+        # Version 5 indexes a tool call's JSON arguments by their values, escapes read: the index
+        # is derived data, so it is emptied and the next search of each session rebuilds it.
+        "DELETE FROM search_docs",
+        "INSERT INTO search_index (search_index) VALUES ('delete-all')",
+        "DELETE FROM search_progress",
     ),
 )
 

@@ -250,6 +250,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-length", str(len(data)))
             # Retry quickly: the SDKs honour this header, so retried tests stay fast.
             self.send_header("retry-after-ms", "10")
+            # One request per connection: the client closes its socket once it has read the
+            # answer, so a client a test never closes leaves no socket open for the garbage
+            # collector to warn about in some later test.
+            self.send_header("connection", "close")
+            self.close_connection = True
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):

@@ -132,13 +132,17 @@ class Tally:
         self._since: dict[int, int] = {}
         self._since_sum = 0
 
-    def add(self, item_id: int, message: Message) -> int:
-        """Count a new item and return its tokens. An id already in the tally is an error."""
+    def add(self, item_id: int, message: Message, *, tokens: int | None = None) -> int:
+        """Count a new item and return its tokens. An id already in the tally is an error.
+
+        `tokens`, when given, is the message's count by a counter of this tally's counter's
+        name, made earlier (a compaction records it): it is taken as is, not counted again."""
         if item_id in self._counts:
             raise InvalidInputError(
                 f"item {item_id} is already in the tally; use replace() to change it"
             )
-        tokens = self.counter.count_message(message)
+        if tokens is None:
+            tokens = self.counter.count_message(message)
         self._counts[item_id] = tokens
         self._sum += tokens
         if self._anchor is not None:

@@ -19,6 +19,7 @@ from ctxfold.testing.store_contract.derived import SearchContract, SnapshotContr
 from ctxfold.testing.store_contract.live import StreamContract, SubscribeContract
 from ctxfold.testing.store_contract.log import LogContract
 from ctxfold.testing.store_contract.retry import RetryContract
+from ctxfold.testing.store_contract.sessions import SessionContract
 
 
 class EventStoreContract(
@@ -28,8 +29,10 @@ class EventStoreContract(
     SearchContract,
     SnapshotContract,
     SubscribeContract,
+    SessionContract,
 ):
-    """What every store guarantees; subclass it and implement `make_store` (and `reopen`)."""
+    """What every store guarantees, and what a `Session` over it does (recall, watch, retried
+    appends); subclass it and implement `make_store` (and `reopen`)."""
 
 
 __all__ = ["UNICODE_TEXTS", "EventStoreContract", "turn"]

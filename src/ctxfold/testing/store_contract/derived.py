@@ -52,6 +52,27 @@ class SearchContract(ContractBase):
         assert [h.seq for h in store.search("s", "run_shell")] == [3]
         assert {h.seq for h in store.search("s", "-x pytest")} == {3}
 
+    def test_json_arguments_are_searched_by_their_values(self, store: StoreBase) -> None:
+        """A tool call's JSON arguments are searched as the text they hold: a word right after
+        an escaped line break or quote is found, and a path in them as a phrase."""
+        store.append(
+            "s",
+            [
+                said(
+                    "assistant",
+                    None,
+                    (
+                        "write_file",
+                        '{"path": "src/app.py", "text": "import os\\nfrom numpy import array"}',
+                    ),
+                ),
+                said("assistant", None, ("bash", '{"command": "grep -n \\"def parse\\" lib.py"}')),
+            ],
+        )
+        assert [h.seq for h in store.search("s", "from numpy import array")] == [1]
+        assert [h.seq for h in store.search("s", "src/app.py")] == [1]
+        assert [h.seq for h in store.search("s", 'grep -n "def parse" lib.py')] == [2]
+
     def test_a_hit_carries_its_event(self, store: StoreBase) -> None:
         """Each hit holds the stored event, equal to what `read` returns for that seq."""
         self._conversation(store)

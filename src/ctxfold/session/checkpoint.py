@@ -1,0 +1,232 @@
+"""Checkpoints: a session's projection kept in the store, so a new process need not fold the log.
+
+A checkpoint is derived data (the store calls it a snapshot, `StoreBase.save_snapshot`). It holds
+the projection as of a seq: each item, the item's token count and the name of the counter that
+made it, the pins, the overflow count, and the provider report that still describes the view.
+An original message that nothing changed is stored as a reference to its event (the log holds
+it already); summaries, notes and masked results are stored whole (a masked result's original,
+again, as a reference). `load` reads the checkpoint,
+the events it refers to, and nothing else of what came before it; the session then folds the
+events after it.
+
+Losing a checkpoint, or finding it unreadable, costs speed and changes no result
+(`checkpoints-are-derived`): anything wrong with it (not JSON, another format, a seq beyond the
+log, a reference to an event that is not a message, a shape out of place) makes `load` return
+None, and the session folds the log from the start. A count made by a counter of another name is
+not used; the item is counted again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, TypeGuard
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.events import MESSAGE
+from ctxfold.messages import Message
+from ctxfold.session.fold import Anchor, Fold
+from ctxfold.session.projection import Item, Projection
+from ctxfold.storage.base import StoreBase
+from ctxfold.storage.checks import PAGE_SIZE
+
+log = logging.getLogger("ctxfold.session")
+
+FORMAT = 2
+"""The checkpoint layout this version writes and reads; a checkpoint of any other is ignored.
+Format 2 keeps each summary's and note's recorded work ledger (`Item.ledger`) too."""
+
+KINDS = ("message", "summary", "note")
+
+
+def encode(fold: Fold) -> str:
+    """The checkpoint of `fold`, as JSON text."""
+    counter, counts = fold.counts()
+    items: list[list[Any]] = []
+    for item in fold.projection.items:
+        tokens = counts.get(item.id)
+        if item.kind == "message" and item.covers is None and item.id not in fold.altered:
+            items.append([item.id, tokens])
+        else:
+            covers = list(item.covers) if item.covers is not None else None
+            message = item.message.to_dict()
+            # A masked result's original is its own event's message: referred to, not copied.
+            masked = item.original is not None
+            held = list(item.identifiers) if item.identifiers is not None else None
+            ledger = dict(item.ledger) if item.ledger is not None else None
+            items.append(
+                [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
+            )
+    anchor = fold.anchor
+    data = {
+        "format": FORMAT,
+        "seq": fold.projection.last_seq,
+        "counter": counter,
+        "items": items,
+        "pins": sorted(fold.projection.pinned),
+        "last_edit": fold.last_edit_seq,
+        "overflows": fold.overflows,
+        "anchor": None if anchor is None else [anchor.seq, anchor.after_seq, anchor.prompt_tokens],
+    }
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def load(store: StoreBase, session_id: str) -> Fold | None:
+    """The session's state as of its checkpoint, or None when there is none or it cannot be
+    used (see the module docstring)."""
+    found = store.load_snapshot(session_id)
+    if found is None:
+        return None
+    seq, data = found
+    try:
+        return _restore(store, session_id, seq, data)
+    except (InvalidInputError, ValueError, TypeError, KeyError, IndexError) as exc:
+        log.info("ctxfold: not using the checkpoint of %r at seq %s: %s", session_id, seq, exc)
+        return None
+
+
+def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
+    last = store.last_seq(session_id)
+    if seq > last:
+        raise InvalidInputError(f"it reflects seq {seq}, beyond the log's last seq {last}")
+    raw = json.loads(data)
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise InvalidInputError(f"format {got!r} is not {FORMAT}")
+    if raw.get("seq") != seq:
+        raise InvalidInputError(f"it says seq {raw.get('seq')!r}, the store says {seq}")
+    counter = raw.get("counter")
+    if counter is not None and not isinstance(counter, str):
+        raise InvalidInputError(f"counter {counter!r} is not a name")
+    entries = raw.get("items")
+    if not isinstance(entries, list):
+        raise InvalidInputError("items is not a list")
+    short = [_short(entry) for entry in entries]
+    wanted = [
+        entry[0]
+        for entry, is_short in zip(entries, short, strict=True)
+        if is_short or (isinstance(entry, list) and len(entry) == 9 and entry[6] is True)
+    ]
+    originals = _originals(store, session_id, wanted, seq)
+    items: list[Item] = []
+    counts: dict[int, int] = {}
+    altered: set[int] = set()
+    key = 0
+    for entry, is_short in zip(entries, short, strict=True):
+        if is_short:
+            item_id = entry[0]
+            item = Item(item_id, originals[item_id], "message", item_id)
+        else:
+            item = _item(entry, seq, originals)
+            if item.kind == "message":
+                altered.add(item.id)
+        if item.key <= key:
+            raise InvalidInputError(f"item {item.id} is out of order")
+        key = item.key
+        items.append(item)
+        tokens = entry[1]
+        if tokens is not None:
+            if not _count(tokens):
+                raise InvalidInputError(f"item {item.id} has a count of {tokens!r}")
+            counts[item.id] = tokens
+    ids = {item.id for item in items}
+    pins = raw.get("pins")
+    if not isinstance(pins, list) or not all(_seq(p) and p in ids for p in pins):
+        raise InvalidInputError(f"pins {pins!r} are not projected items")
+    fold = Fold(Projection.of_items(items, seq, pins))
+    fold.last_edit_seq = _field(raw, "last_edit", seq)
+    fold.overflows = _field(raw, "overflows", None)
+    fold.anchor = _anchor(raw.get("anchor"), seq)
+    fold.altered = altered
+    if counter is not None:
+        fold.known, fold.known_counter = counts, counter
+    return fold
+
+
+def _originals(
+    store: StoreBase, session_id: str, wanted: Sequence[int], seq: int
+) -> dict[int, Message]:
+    """The messages of the events `wanted` (ascending seqs), reading little else: a stream opens
+    at each run of them, and one stream goes on across gaps shorter than a page."""
+    out: dict[int, Message] = {}
+    if any(not _seq(s) or s > seq for s in wanted) or list(wanted) != sorted(set(wanted)):
+        raise InvalidInputError("its references are not ascending seqs within the log")
+    index = 0
+    while index < len(wanted):
+        for event in store.stream(session_id, after=wanted[index] - 1):
+            if event.seq < wanted[index]:
+                continue
+            message = event.data.get("message") if event.type == MESSAGE else None
+            if event.seq > wanted[index] or not isinstance(message, dict):
+                raise InvalidInputError(f"event {wanted[index]} is not a message event")
+            out[event.seq] = Message.from_dict(message)
+            index += 1
+            if index == len(wanted) or wanted[index] - event.seq > PAGE_SIZE:
+                break
+        else:
+            raise InvalidInputError(f"event {wanted[index]} is missing from the log")
+    return out
+
+
+def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
+    """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers,
+    ledger]``, where `masked` says the item's original is the message of its own event."""
+    if not isinstance(entry, list) or len(entry) != 9:
+        raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
+    item_id, _, kind, key, covers, message, masked, held, ledger = entry
+    if not _seq(item_id) or item_id > seq or kind not in KINDS or not _seq(key):
+        raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
+    if not isinstance(masked, bool) or (masked and kind != "message"):
+        raise InvalidInputError(f"item {item_id} says masked={masked!r}")
+    if held is not None and (
+        not isinstance(held, list) or not all(isinstance(h, str) for h in held)
+    ):
+        raise InvalidInputError(f"item {item_id} holds identifiers {held!r:.80}")
+    span: tuple[int, int] | None = None
+    if covers is not None:
+        if not isinstance(covers, list) or len(covers) != 2 or not all(map(_seq, covers)):
+            raise InvalidInputError(f"item {item_id} covers {covers!r}")
+        span = (covers[0], covers[1])
+    if not isinstance(message, dict):
+        raise InvalidInputError(f"item {item_id} has no message")
+    if ledger is not None and not isinstance(ledger, dict):
+        raise InvalidInputError(f"item {item_id} has a ledger of {ledger!r:.80}")
+    original = originals[item_id] if masked else None
+    identifiers = tuple(held) if held is not None else None
+    message_value = Message.from_dict(message)
+    return Item(item_id, message_value, kind, key, span, original, identifiers, ledger)
+
+
+def _anchor(value: object, seq: int) -> Anchor | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 3 or not all(map(_count, value)):
+        raise InvalidInputError(f"anchor {value!r} has the wrong shape")
+    at, after, prompt = value
+    if at > seq:
+        raise InvalidInputError(f"anchor {value!r} is beyond seq {seq}")
+    return Anchor(at, after, prompt)
+
+
+def _field(raw: dict[str, Any], key: str, most: int | None) -> int:
+    value = raw.get(key)
+    if not _count(value) or (most is not None and value > most):
+        raise InvalidInputError(f"{key} is {value!r}")
+    return value
+
+
+def _short(entry: object) -> bool:
+    """True for a reference to an original message event: ``[seq, tokens]``."""
+    return type(entry) is list and len(entry) == 2 and type(entry[0]) is int and entry[0] >= 1
+
+
+def _seq(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+__all__ = ["FORMAT", "encode", "load"]

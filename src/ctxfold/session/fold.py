@@ -1,0 +1,149 @@
+"""What a session derives from its log, event by event: `Fold`.
+
+A fold holds the projection (pins included), the count of overflows, the provider usage report
+that still describes the view, and, once someone asks for an estimate, the token `Tally`. The
+tally is attached to the projection as it stands (`attach`): each projected item is counted once
+then, or its count is taken from where it was recorded (a checkpoint, a compaction event); the
+log is never folded a second time to build it.
+
+Pure: no I/O. A session feeds it events (`fold`) or starts it from a checkpoint
+(`ctxfold.session.checkpoint`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfold.events import MASK, OVERFLOW, RESET, USAGE, Event, Usage
+from ctxfold.session.projection import Change, Item, Projection
+from ctxfold.tokens.tally import Tally
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The provider's report that still describes the view: it measured the request sent after
+    `after_seq` and was logged at `seq`, after the last edit."""
+
+    seq: int
+    after_seq: int
+    prompt_tokens: int
+
+
+class Fold:
+    """A session's derived state; see the module docstring."""
+
+    def __init__(self, projection: Projection | None = None) -> None:
+        self.projection = projection if projection is not None else Projection()
+        self.tally: Tally | None = None
+        self.last_edit_seq = 0
+        self.overflows = 0
+        self.anchor: Anchor | None = None
+        self.known: dict[int, int] = {}
+        """Recorded counts of projected items, by id, in units of the counter `known_counter`
+        names; kept only until a tally is attached."""
+        self.known_counter: str | None = None
+        self.altered: set[int] = set()
+        """Ids of original items whose message a mask changed: they differ from their event."""
+
+    def fold(self, event: Event) -> None:
+        """Fold one stored event in (events come in seq order)."""
+        change = self.projection.apply(event)
+        if change.edit:
+            self.last_edit_seq = event.seq
+            self.anchor = None
+        if change.removed:
+            self.altered.difference_update(item.id for item in change.removed)
+        if event.type == MASK:
+            self.altered.update(item.id for item in change.added)
+        elif event.type == OVERFLOW:
+            self.overflows += 1
+        elif event.type == RESET:
+            self.overflows = 0
+        elif event.type == USAGE:
+            usage = Usage.from_data(event.data)
+            # A report on a request sent before the last edit no longer describes the view.
+            if usage.after_seq >= self.last_edit_seq:
+                self.anchor = Anchor(event.seq, usage.after_seq, usage.prompt_tokens)
+        tally = self.tally
+        if tally is not None:
+            _update_tally(tally, change)
+            if event.type == USAGE and self.anchor is not None and self.anchor.seq == event.seq:
+                # Every item came before this report: the tail is the newest items.
+                tail = _tail_after(self.projection.items, self.anchor.after_seq)
+                tally.anchor(self.anchor.prompt_tokens + sum(tally.count(i.id) for i in tail))
+        elif (
+            change.tokens
+            and change.counter is not None
+            and self.known_counter
+            in (
+                None,
+                change.counter,
+            )
+        ):
+            self.known_counter = change.counter
+            self.known.update(change.tokens)
+
+    def attach(self, tally: Tally, previous: Tally | None = None) -> None:
+        """Count the projection into `tally` (empty) and keep it current from now on.
+
+        Each item is counted once, unless its count is known already under the same counter
+        name: recorded (`known`), or held by `previous`, the tally this one replaces."""
+        name = tally.counter.name
+        known = self.known if self.known_counter == name else {}
+        reuse = previous if previous is not None and previous.counter.name == name else None
+        anchor = self.anchor
+        items = self.projection.items
+        later: list[Item] = []
+        for item in items:
+            if anchor is not None and item.id > anchor.seq:
+                later.append(item)  # appended after the report: counted on top of it
+                continue
+            tokens = known.get(item.id)
+            if tokens is None and reuse is not None and item.id in reuse:
+                tokens = reuse.count(item.id)
+            tally.add(item.id, item.message, tokens=tokens)
+        if anchor is not None:
+            before = [item for item in items if item.id < anchor.seq]
+            tail = _tail_after(before, anchor.after_seq)
+            tally.anchor(anchor.prompt_tokens + sum(tally.count(i.id) for i in tail))
+        for item in later:
+            tokens = known.get(item.id)
+            if tokens is None and reuse is not None and item.id in reuse:
+                tokens = reuse.count(item.id)
+            tally.add(item.id, item.message, tokens=tokens)
+        self.tally = tally
+        self.known = {}
+        self.known_counter = None
+
+    def counts(self) -> tuple[str | None, dict[int, int]]:
+        """The counts this fold holds and the name of their counter: the tally's, or the
+        recorded ones."""
+        if self.tally is not None:
+            tally = self.tally
+            return tally.counter.name, {i.id: tally.count(i.id) for i in self.projection.items}
+        return self.known_counter, dict(self.known)
+
+
+def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
+    tail: list[Item] = []
+    for item in reversed(items):
+        if item.id <= seq:
+            break
+        tail.append(item)
+    return tail
+
+
+def _update_tally(tally: Tally, change: Change) -> None:
+    for item in change.removed:
+        tally.remove(item.id)
+    # A compaction or mask records what its writer counted; with a counter of the same name the
+    # count is the same, so it is taken rather than counted again.
+    known = change.tokens if change.counter == tally.counter.name else {}
+    for item in change.added:
+        tally.add(item.id, item.message, tokens=known.get(item.id))
+    if change.edit:
+        tally.drop_anchor()
+
+
+__all__ = ["Anchor", "Fold"]
