@@ -157,6 +157,10 @@ class Figures:
     commands_in_view: int = 0
     probes: int = 0
     probes_answered: int = 0
+    lost: int = 0
+    """Identifiers and commands not in the final view."""
+    recalled: int = 0
+    """Of those, the ones one recall(query=identifier) finds."""
     summary_ratio: float = 0.0
     """The highest (summary tokens in the final view, or the largest summary) / target."""
     missed: list[str] = field(default_factory=list)
@@ -197,7 +201,7 @@ class Figures:
             _percent(self.commands_in_view, self.commands),
             f"{self.probes_answered}/{self.probes}",
             round(self.summary_ratio, 2),
-            "n/a",
+            _percent(self.recalled, self.lost),
             self.invalid,
             _percent(self.reused, self.requested),
             round(self.tiktoken_ms, 1),
@@ -225,7 +229,7 @@ def total(name: str, runs: Sequence[Figures]) -> Figures:
         "verifier_kept", "verifier_left_out", "invalid", "remarks", "requested", "reused",
         "tiktoken_ms", "replay_ms", "task_runs", "task_kept", "task_over", "user_within",
         "user_kept", "fid_ids", "fid_ids_in_view", "commands", "commands_in_view", "probes",
-        "probes_answered",
+        "probes_answered", "lost", "recalled",
     ]  # fmt: skip
     for run in runs:
         for key in added:
@@ -257,7 +261,8 @@ def replay_plain(
     compactor built inside the clock, as the CLI builds them for each run)."""
     started = time.perf_counter()
     session = MemoryStore().session("replay", counter=counter)
-    result = replay(session, messages, compactor_for(window, ladder, counter), counter=counter)
+    compactor = compactor_for(window, ladder, counter)
+    result = replay(session, messages, compactor, counter=counter, fidelity=False)
     return result, time.perf_counter() - started
 
 
@@ -343,6 +348,7 @@ def _fidelity(out: Figures, result: ReplayResult) -> None:
     out.commands, out.commands_in_view = fid.commands, fid.commands_in_view
     out.probes, out.probes_answered = len(fid.probes), fid.probes_answered
     out.summary_ratio = max(fid.summary_tokens, fid.largest_summary) / fid.target
+    out.lost, out.recalled = fid.lost, fid.recalled or 0
     out.missed = [f"{out.name} at {out.window:,} ({out.ladder}): {m}" for m in fid.missed]
 
 
@@ -537,8 +543,9 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[st
         "its outcome), each answered when its text is a substring of the final view's text. "
         f"Probes not answered: {unanswered}. Summary tok / target: the larger of the summaries "
         "and notes in the final view and the largest summary written, over the target. Recall "
-        "finds %: of the identifiers not in view, the share one recall(query=identifier) finds; "
-        "n/a until Session.recall exists.",
+        "finds %: of the identifiers (commands included) the final view no longer shows, the "
+        "share one session.recall(query=identifier) finds (a message holding it comes back). "
+        "The timed plain replays leave these measurements out (replay(..., fidelity=False)).",
         "Invalid: validity errors (what a provider would reject) over every request the model "
         f"would be sent; should be 0. Informational findings are not counted ({remarks:,} in "
         "all, e.g. call ids reused by the original tau transcripts, which the checker notes). "

@@ -17,7 +17,8 @@
 - **Bounds**: the tokens of the summaries and notes in the final view, and of the largest
   summary written, against the target; what summarizers read against the history.
 
-Recall is not measured here yet (`recalled` is None).
+- **Recall**: of the identifiers (commands included) not in the final view, how many one
+  ``recall(query=identifier)`` finds: a message that holds it is among what comes back.
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ class Fidelity:
     read_tokens: int
     """Tokens summarizers read over the replay."""
     history_tokens: int
+    lost: int = 0
+    """Identifiers and commands not in the final view."""
     recalled: int | None = None
-    """Of the identifiers not in view, how many one recall finds; None: not measured."""
+    """Of those, how many one ``recall(query=identifier)`` finds; None: not measured."""
     missed: tuple[str, ...] = field(default=())
     """The probes not answered, as labels."""
 
@@ -126,6 +129,7 @@ class Fidelity:
             "largest_summary_tokens": self.largest_summary,
             "read_tokens": self.read_tokens,
             "history_tokens": self.history_tokens,
+            "not_in_view": self.lost,
             "recalled": self.recalled,
         }
 
@@ -140,10 +144,14 @@ def measure(
     largest_summary: int = 0,
     read_tokens: int = 0,
     history_tokens: int | None = None,
+    seqs: Sequence[int] | None = None,
+    recall: Callable[[str], Iterable[int]] | None = None,
 ) -> Fidelity:
     """The fidelity of `final` (the replay's last projected items) to `messages` (the whole
     transcript), with the user's words bound at `user_bound` tokens; `size(message)` gives a
-    message's tokens (a replay passes the counts it already has, so nothing is counted twice)."""
+    message's tokens (a replay passes the counts it already has, so nothing is counted twice).
+    With `seqs` (each message's seq in the log) and `recall(query) -> seqs found`, each
+    identifier not in view is searched for once."""
     users = [(i, m) for i, m in enumerate(messages) if m.role == "user"]
     candidates = [Candidate(i, m.text, size(m)) for i, m in users]
     words = select_user_words(candidates, user_bound)
@@ -157,12 +165,19 @@ def measure(
     kept_stripped = {t.strip() for t in kept_texts}
     task = next((m for i, m in users if i == words.task), None)
     view_text = _text(item.message for item in final)
-    homes: set[str] = set()
-    for message in messages:
+    where: dict[str, set[int]] = {}
+    for position, message in enumerate(messages):
         if message.role in ("user", "assistant"):
-            homes.update(extract_identifiers(message))
+            seq = seqs[position] if seqs is not None else position
+            for identifier in extract_identifiers(message):
+                where.setdefault(identifier, set()).add(seq)
+    homes = set(where)
     commands = {i for i in homes if kind_of(i) == "command"}
     homes -= commands
+    lost = [i for i in where if i not in view_text]
+    recalled = None
+    if recall is not None and seqs is not None:
+        recalled = sum(1 for i in lost if set(recall(i)) & where[i])
     probes = tuple(probes_of(messages))
     answered = tuple(all(n in view_text for n in p.needles) for p in probes)
     summaries = sum(size(i.message) for i in final if i.synthetic)
@@ -187,6 +202,8 @@ def measure(
         history_tokens=(
             history_tokens if history_tokens is not None else sum(size(m) for m in messages)
         ),
+        lost=len(lost),
+        recalled=recalled,
         missed=tuple(p.label for p, ok in zip(probes, answered, strict=True) if not ok),
     )
 
@@ -288,6 +305,11 @@ def describe(fid: Fidelity) -> list[str]:
         f"summary written {fid.largest_summary:,}); summarizers read "
         f"{fid.read_tokens / fid.history_tokens if fid.history_tokens else 0:.2f}x the history",
     ]
+    if fid.recalled is not None:
+        lines.append(
+            f"recall: {_share(fid.recalled, fid.lost)} of the identifiers not in view found by "
+            "one recall(query=identifier)"
+        )
     lines += [f"  missed: {label}" for label in fid.missed]
     return lines
 

@@ -163,11 +163,15 @@ def replay(
     counter: TokenCounter | None = None,
     progress: Callable[[int], None] | None = None,
     provider: Provider = "openai",
+    fidelity: bool = True,
 ) -> ReplayResult:
     """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
 
     `counter` sizes requests for the prefix figures (default: the compactor's counter).
     `progress`, when given, is called with the number of messages appended after each one.
+    `fidelity` (default True) measures what the final view kept (`ReplayResult.fidelity`,
+    `ctxfold.replay.fidelity`), recall included; False leaves it None, for timing the replay
+    alone.
     Raises `BudgetError` for a compactor without a budget (it has no trigger to replay) or a
     system prompt that alone exceeds the window, before anything is appended; and
     `InvalidHistoryError` if a compaction ever left a history `provider` would reject (that
@@ -197,8 +201,11 @@ def replay(
     requests: list[Request] = []
     compactions: list[ReplayCompaction] = []
     previous: Sequence[Message] = ()
+    seqs: list[int] = []
     for index, message in enumerate(messages):
-        sizes.appended(message, session.append(message))
+        stored = session.append(message)
+        sizes.appended(message, stored)
+        seqs.append(stored[0].seq if stored else session.last_seq)
         if progress is not None:
             progress(1)
         if not _before_request(messages, index):
@@ -248,7 +255,11 @@ def replay(
             largest_summary=_largest_summary(compactions),
             read_tokens=sum(c.report.stretch_tokens for c in compactions),
             history_tokens=original,
-        ),
+            seqs=seqs,
+            recall=lambda query: session.recall(query).seqs,
+        )
+        if fidelity
+        else None,
     )
 
 
