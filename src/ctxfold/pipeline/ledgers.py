@@ -98,8 +98,11 @@ def ledger_section(
 
 
 def ledger_data(ledger: Ledger) -> dict[str, Any]:
-    """`ledger` as the JSON data a compaction records."""
-    return to_data(ledger)
+    """`ledger` as the JSON data a compaction records. The data is remembered as standing for
+    `ledger`, so that the item it lands on is not parsed back at the next compaction."""
+    data = to_data(ledger)
+    _LEDGERS.get(data, None, 0, lambda: ledger)
+    return data
 
 
 def strip_ledger(text: str) -> str:

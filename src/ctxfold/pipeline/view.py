@@ -93,6 +93,7 @@ class WorkingView:
         self.edits: list[Compaction | Mask] = []
         self.changes: list[Applied] = []
         self._counted: dict[tuple[object, ...], tuple[object, int]] = {}
+        self._texts: dict[str, int] = {}
         """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
@@ -143,7 +144,12 @@ class WorkingView:
         return tokens
 
     def count_text(self, text: str) -> int:
-        return self.rules.counter.count_text(text)
+        """Tokens of a text, in the run's counter units; remembered for the run, since the
+        ledger's lines and sections are weighed again round after round."""
+        tokens = self._texts.get(text)
+        if tokens is None:
+            tokens = self._texts[text] = self.rules.counter.count_text(text)
+        return tokens
 
     def synthetic(self) -> frozenset[int]:
         return frozenset(i for i, item in enumerate(self.items) if item.synthetic)

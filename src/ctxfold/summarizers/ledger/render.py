@@ -16,6 +16,7 @@ that they can be recalled from the log.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -344,11 +345,9 @@ def _escape(text: str) -> str:
 
 
 def _longest_run(text: str, char: str) -> int:
-    longest = current = 0
-    for c in text:
-        current = current + 1 if c == char else 0
-        longest = max(longest, current)
-    return longest
+    if char not in text:
+        return 0
+    return max(len(run) for run in re.findall(f"{re.escape(char)}+", text))
 
 
 def _clip(text: str, limit: int) -> str:
