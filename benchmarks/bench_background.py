@@ -116,7 +116,11 @@ def _replay(
             landed = [e for e in session.events(after=seen) if e.type in (COMPACTION, MASK)]
             seen = session.last_seq
             (out.landing_ms if landed else out.other_ms).append(wait_ms)
-            out.summaries += sum(1 for e in landed if e.data.get("kind") == "summary")
+            out.summaries += sum(
+                1
+                for e in landed
+                if e.data.get("kind") == "summary" and e.data.get("tier") != "ledger"
+            )
             out.requests += 1
             out.peak = max(out.peak, compactor.estimate(session))
             out.invalid += sum(1 for p in validate(session.messages()) if p.severity == "error")

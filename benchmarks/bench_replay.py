@@ -90,6 +90,13 @@ COLUMNS = [
     "ids dropped",
     "ids in final %",
     "verifier kept %",
+    "task verbatim",
+    "user msgs verbatim",
+    "ids in view %",
+    "commands in view %",
+    "probes answered",
+    "summary tok / target",
+    "recall finds %",
     "invalid",
     "cache reuse %",
     "tiktoken pass ms",
@@ -136,6 +143,28 @@ class Figures:
     """Median milliseconds of the plain replay."""
     replay_range: float = 0.0
     """(slowest - fastest) / median of the plain replays, in percent."""
+    task_runs: int = 0
+    """Runs whose task fits the bound on the user's words (1 or 0; summed in totals)."""
+    task_kept: int = 0
+    """Of those, the runs whose task is verbatim in the final view."""
+    task_over: int = 0
+    """Runs whose task is past the bound, or that have no task."""
+    user_within: int = 0
+    user_kept: int = 0
+    fid_ids: int = 0
+    fid_ids_in_view: int = 0
+    commands: int = 0
+    commands_in_view: int = 0
+    probes: int = 0
+    probes_answered: int = 0
+    lost: int = 0
+    """Identifiers and commands not in the final view."""
+    recalled: int = 0
+    """Of those, the ones one recall(query=identifier) finds."""
+    summary_ratio: float = 0.0
+    """The highest (summary tokens in the final view, or the largest summary) / target."""
+    missed: list[str] = field(default_factory=list)
+    """Probes the final view did not answer, with the run that missed them."""
     missing: Counter[str] = field(default_factory=Counter)
     """Summarized identifiers absent from the final view, by kind (path, command, id, ...)."""
     short: list[str] = field(default_factory=list)
@@ -166,6 +195,13 @@ class Figures:
             self.dropped,
             _percent(self.in_final, self.ids),
             _percent(self.verifier_kept, self.verifier_kept + self.verifier_left_out),
+            self._task_cell(),
+            f"{self.user_kept}/{self.user_within}",
+            _percent(self.fid_ids_in_view, self.fid_ids),
+            _percent(self.commands_in_view, self.commands),
+            f"{self.probes_answered}/{self.probes}",
+            round(self.summary_ratio, 2),
+            _percent(self.recalled, self.lost),
             self.invalid,
             _percent(self.reused, self.requested),
             round(self.tiktoken_ms, 1),
@@ -173,6 +209,14 @@ class Figures:
             round(self.replay_range, 1),
             _ratio(self.replay_ms, self.tiktoken_ms),
         ]
+
+    def _task_cell(self) -> str:
+        if self.task_runs + self.task_over == 1:
+            if self.task_over:
+                return "over bound"
+            return "yes" if self.task_kept else "no"
+        cell = f"{self.task_kept}/{self.task_runs}"
+        return f"{cell} (+{self.task_over} over bound)" if self.task_over else cell
 
 
 def total(name: str, runs: Sequence[Figures]) -> Figures:
@@ -183,15 +227,19 @@ def total(name: str, runs: Sequence[Figures]) -> Figures:
         "messages", "history", "requests", "compactions", "over_target", "final", "calls",
         "read", "record", "ids", "summarized", "summarized_kept", "dropped", "in_final",
         "verifier_kept", "verifier_left_out", "invalid", "remarks", "requested", "reused",
-        "tiktoken_ms", "replay_ms",
+        "tiktoken_ms", "replay_ms", "task_runs", "task_kept", "task_over", "user_within",
+        "user_kept", "fid_ids", "fid_ids_in_view", "commands", "commands_in_view", "probes",
+        "probes_answered", "lost", "recalled",
     ]  # fmt: skip
     for run in runs:
         for key in added:
             setattr(out, key, getattr(out, key) + getattr(run, key))
         out.peak = max(out.peak, run.peak)
         out.replay_range = max(out.replay_range, run.replay_range)
+        out.summary_ratio = max(out.summary_ratio, run.summary_ratio)
         out.missing.update(run.missing)
         out.short.extend(run.short)
+        out.missed.extend(run.missed)
     return out
 
 
@@ -213,7 +261,8 @@ def replay_plain(
     compactor built inside the clock, as the CLI builds them for each run)."""
     started = time.perf_counter()
     session = MemoryStore().session("replay", counter=counter)
-    result = replay(session, messages, compactor_for(window, ladder, counter), counter=counter)
+    compactor = compactor_for(window, ladder, counter)
+    result = replay(session, messages, compactor, counter=counter, fidelity=False)
     return result, time.perf_counter() - started
 
 
@@ -281,7 +330,26 @@ def replay_one(
     out.invalid, out.remarks = compactor.problems, compactor.remarks
     out.requested, out.reused = result.requested_tokens, result.reused_tokens
     _count_identifiers(out, messages, session)
+    _fidelity(out, result)
     return out
+
+
+def _fidelity(out: Figures, result: ReplayResult) -> None:
+    """The fidelity figures `ctxfold replay` reports (`ctxfold.replay.fidelity`)."""
+    fid = result.fidelity
+    if fid is None:
+        return
+    if fid.task_fits:
+        out.task_runs, out.task_kept = 1, int(bool(fid.task_kept))
+    else:
+        out.task_over = 1
+    out.user_within, out.user_kept = fid.user_within, fid.user_kept
+    out.fid_ids, out.fid_ids_in_view = fid.identifiers, fid.identifiers_in_view
+    out.commands, out.commands_in_view = fid.commands, fid.commands_in_view
+    out.probes, out.probes_answered = len(fid.probes), fid.probes_answered
+    out.summary_ratio = max(fid.summary_tokens, fid.largest_summary) / fid.target
+    out.lost, out.recalled = fid.lost, fid.recalled or 0
+    out.missed = [f"{out.name} at {out.window:,} ({out.ladder}): {m}" for m in fid.missed]
 
 
 def tiktoken_pass(messages: Sequence[Message], counter: TokenCounter) -> float:
@@ -420,6 +488,7 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[st
         missing.update(f.missing)
     lost = ", ".join(f"{kind} {n:,}" for kind, n in missing.most_common()) or "none"
     short = "; ".join(s for f in runs for s in f.short) or "none"
+    unanswered = "; ".join(m for f in compacting for m in f.missed) or "none"
     return [
         "Each run: `replay(MemoryStore().session(...), messages, compactor, counter=c)` "
         "(ctxfold.replay) with c = counter('auto') and compactor = Compactor(Budget(window=W), "
@@ -459,6 +528,24 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[st
         f"kind, over all runs: {lost}.",
         "Verifier kept %: of the identifiers of every replaced stretch (tool output included), "
         "the share the compaction reports say each summary kept when it was written.",
+        "Fidelity, as `ctxfold replay` reports it (ctxfold.replay.fidelity, on the final view): "
+        "task verbatim says whether the task (the first real user request; a harness's "
+        "demonstration is not one) is a user message of the final view word for word, when it "
+        "fits the bound on the user's words (the smaller of 20,000 tokens and half the target); "
+        "totals rows count the runs. User msgs verbatim: of the distinct user messages the "
+        "bound holds (the task, the newest, then back from the newest), those verbatim as user "
+        "messages of the final view. Ids in view %: of the paths, URLs, hashes, error strings "
+        "and ids or codes that user and assistant messages hold, the share verbatim in the "
+        "final view's text (contents, tool names, arguments and their string values); commands "
+        "in view % the same for the shell commands the agent ran. Probes answered: derived "
+        "from the whole transcript by the work ledger's builder (the task's first line, every "
+        "file modified, the last error of each command that failed, the last test command with "
+        "its outcome), each answered when its text is a substring of the final view's text. "
+        f"Probes not answered: {unanswered}. Summary tok / target: the larger of the summaries "
+        "and notes in the final view and the largest summary written, over the target. Recall "
+        "finds %: of the identifiers (commands included) the final view no longer shows, the "
+        "share one session.recall(query=identifier) finds (a message holding it comes back). "
+        "The timed plain replays leave these measurements out (replay(..., fidelity=False)).",
         "Invalid: validity errors (what a provider would reject) over every request the model "
         f"would be sent; should be 0. Informational findings are not counted ({remarks:,} in "
         "all, e.g. call ids reused by the original tau transcripts, which the checker notes). "

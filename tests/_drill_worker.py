@@ -56,7 +56,8 @@ def compact(url: str, session_id: str, log: object) -> None:
         time.sleep(0.3)
         return "## Objective\n- drill\n## Work done\n- read files"
 
-    compactor = Compactor(Budget(window=4000), summarizer=summarize)
+    # Every batch opens a turn with a short user message: unprotected, whole turns summarize.
+    compactor = Compactor(Budget(window=4000, keep_user_tokens=0), summarizer=summarize)
     with open_store(url) as store:
         session = store.session(session_id)
         while True:

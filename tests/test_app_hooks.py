@@ -157,7 +157,8 @@ def test_on_trim_is_told_what_each_landed_edit_took_out() -> None:
     session = session_with(messages)
     comp = compactor(
         pipeline=Pipeline([ClearToolResults(), Summarize()]),
-        budget=Budget(window=3000, keep_recent_tokens=0, target=600),
+        # The user's words unprotected: the short old turns are summarized whole.
+        budget=Budget(window=3000, keep_recent_tokens=0, target=600, keep_user_tokens=0),
         on_trim=trims.append,
     )
     report = comp.compact(session)

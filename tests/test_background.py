@@ -57,7 +57,8 @@ class Gate:
 def compactor(summarizer: Any, **kwargs: Any) -> Compactor:
     from ctxfold.tokens import Budget
 
-    budget = Budget(window=BUDGET_WINDOW, keep_recent_tokens=0)
+    # The user's words unprotected: the short old turns are summarized whole.
+    budget = Budget(window=BUDGET_WINDOW, keep_recent_tokens=0, keep_user_tokens=0)
     kwargs.setdefault("background", True)
     return Compactor(
         budget, Pipeline([Summarize()]), summarizer=summarizer, counter=COUNTER, **kwargs
@@ -94,7 +95,7 @@ def test_marks_follow_the_budget() -> None:
     overshoot mark a share of the reserve above it."""
     from ctxfold.tokens import Budget
 
-    budget = Budget(window=BUDGET_WINDOW, keep_recent_tokens=0)
+    budget = Budget(window=BUDGET_WINDOW, keep_recent_tokens=0, keep_user_tokens=0)
     assert Background().marks(budget) == (SOFT, TRIGGER, OVERSHOOT)
     assert Background(start=0.1, overshoot=0).marks(budget) == (1201, TRIGGER, TRIGGER)
     for bad in ({"start": 0}, {"start": 1.5}, {"overshoot": -0.1}, {"wait_s": -1}):

@@ -36,7 +36,8 @@ def build(path: Path, *, turns: int = 5) -> dict[str, Any]:
         session = store.session("cp", counter=Recording())
         session.append(agent_history(turns=turns, output_words=120))
         compactor = Compactor(
-            Budget(window=3000, keep_recent_tokens=0),
+            # The user's words unprotected: the short old turns are summarized whole.
+            Budget(window=3000, keep_recent_tokens=0, keep_user_tokens=0),
             Pipeline([ClearToolResults(min_tokens=50, keep_tail=False), Summarize()]),
             summarizer=lambda request: SHORT,
             counter=session.tally().counter,
@@ -106,7 +107,8 @@ def test_checkpoints_are_written_at_compactions_and_every_n_events(tmp_path: Pat
     """A compaction leaves a checkpoint at its seq; so does every `checkpoint_every` events."""
     with SQLiteStore(tmp_path / "n.db") as store:
         session = store.session("n", checkpoint_every=5)
-        said = [Message("user", f"m{i} " + "word " * 60) for i in range(6)]
+        # A request, then the agent's replies: what a summary may stand for.
+        said = [Message("assistant" if i else "user", f"m{i} " + "word " * 60) for i in range(6)]
         session.append(said[:3])
         assert store.load_snapshot("n") is None
         session.append(said[3:])

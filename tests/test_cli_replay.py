@@ -15,6 +15,7 @@ REPLAY_KEYS = {
     "input", "html", "window", "trigger", "target", "messages", "requests", "original_tokens",
     "peak_tokens", "final_tokens", "compactions", "failed_compactions", "summarizer_calls",
     "requested_tokens", "reused_tokens", "cache_reuse", "duration_s", "counter", "turns",
+    "fidelity",
 }  # fmt: skip
 
 

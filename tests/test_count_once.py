@@ -56,7 +56,8 @@ def compacted_session(counter: Recording, store: Any = None) -> tuple[Any, Compa
     session.append(agent_history(turns=4, output_words=120))
     pipeline = Pipeline([ClearToolResults(min_tokens=50, keep_tail=False), Summarize()])
     compactor = Compactor(
-        Budget(window=3000, keep_recent_tokens=0),
+        # The user's words unprotected: the short old turns are summarized whole.
+        Budget(window=3000, keep_recent_tokens=0, keep_user_tokens=0),
         pipeline,
         summarizer=summary_text,
         counter=counter,

@@ -16,12 +16,13 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 def test_public_surface_is_pinned() -> None:
     """Adding or removing a public name is a conscious change to this list."""
     assert set(ctxfold.__all__) == {
-        "AsyncSession", "Budget", "BudgetError", "ClearToolResults", "Compacted",
+        "AsyncSession", "Budget", "BudgetError", "ClearToolResults", "CollapseRepeats", "Compacted",
         "CompactionContext", "CompactionReport", "CompactionStart", "Compactor", "ConflictError",
         "CtxfoldError", "Event", "EventStore", "ExtractiveSummarizer", "FallbackSummarizer",
         "HeuristicCounter", "InvalidHistoryError", "InvalidInputError", "Item", "MemoryStore",
         "Message", "MissingDependencyError", "ModelInfo", "NewEvent", "Pipeline", "PostgresStore",
-        "Problem", "Recall", "Recalled", "SQLiteStore", "Session", "SlidingWindow", "Strategy",
+        "Problem", "Recall", "Recalled", "SQLiteStore", "Session", "ShortenUserMessages",
+        "SlidingWindow", "Strategy",
         "Summarize", "SummarizerError", "SummaryRequest", "SummaryResult", "Tally",
         "TiktokenCounter", "TokenCounter", "ToolCall", "Trim", "TruncateToolResults",
         "UnknownRefError", "__version__", "acompact", "acompact_messages", "compact",

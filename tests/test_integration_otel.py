@@ -46,7 +46,9 @@ def test_each_compaction_is_a_span_with_genai_and_ctxfold_attributes() -> None:
     tracer, exporter = traced()
     compactor = tracer.instrument(
         Compactor(
-            Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter()
+            Budget(window=3_000, max_output=500, keep_user_tokens=0),
+            summarizer=summarizer(),
+            counter=FixedCounter(),
         )
     )
     report = compactor.maybe_compact(long_session())
@@ -76,7 +78,7 @@ def test_a_failed_run_is_a_span_with_error_status() -> None:
 
     tracer, exporter = traced()
     pipeline_compactor = Compactor(
-        Budget(window=3_000, max_output=500),
+        Budget(window=3_000, max_output=500, keep_user_tokens=0),
         summarizer=FunctionSummarizer(broken),
         counter=FixedCounter(),
     )
@@ -94,7 +96,7 @@ def test_listeners_already_set_keep_running() -> None:
     seen: list[str] = []
     tracer, exporter = traced()
     compactor = Compactor(
-        Budget(window=3_000, max_output=500),
+        Budget(window=3_000, max_output=500, keep_user_tokens=0),
         summarizer=summarizer(),
         counter=FixedCounter(),
         on_report=lambda report: seen.append(report.reason),
@@ -107,7 +109,7 @@ def test_listeners_already_set_keep_running() -> None:
 def test_on_report_alone_still_makes_a_span() -> None:
     tracer, exporter = traced()
     compactor = Compactor(
-        Budget(window=3_000, max_output=500),
+        Budget(window=3_000, max_output=500, keep_user_tokens=0),
         summarizer=summarizer(),
         counter=FixedCounter(),
         on_report=tracer.on_report,
@@ -125,7 +127,9 @@ def test_without_an_sdk_the_tracer_records_nothing() -> None:
     assert not span.is_recording()
     compactor = tracer.instrument(
         Compactor(
-            Budget(window=3_000, max_output=500), summarizer=summarizer(), counter=FixedCounter()
+            Budget(window=3_000, max_output=500, keep_user_tokens=0),
+            summarizer=summarizer(),
+            counter=FixedCounter(),
         )
     )
     assert compactor.maybe_compact(long_session()) is not None

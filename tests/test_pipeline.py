@@ -1,7 +1,9 @@
 """The ladder: ClearToolResults, Summarize and SlidingWindow, alone and in a Pipeline.
 
 Histories are built from words so that `FixedCounter` (one token per word) makes every size a
-round number the test can reason about.
+round number the test can reason about. The user's words get no protection of their own here
+(`keep_user_tokens=0`), so that old turns are summarized or dropped whole, as these tests of the
+rungs' mechanics need; `tests/test_user_words.py` covers that protection.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def compact(
     summarizer: object = None,
     keep_recent_tokens: int = 0,
 ) -> tuple[list[Message], CompactionReport]:
-    budget = Budget(window=100_000, keep_recent_tokens=keep_recent_tokens)
+    budget = Budget(window=100_000, keep_recent_tokens=keep_recent_tokens, keep_user_tokens=0)
     out = compact_messages(
         messages, budget, pipeline=pipeline, summarizer=summarizer, counter=COUNTER, target=target
     )
@@ -72,7 +74,7 @@ def compact(
 def view_of(messages: list[Message], target: int, keep_steps: int = 1) -> WorkingView:
     """A working view over `messages` as a fresh session would project them (ids 1, 2, ...)."""
     snapshot = Snapshot.of_messages(messages, COUNTER)
-    return WorkingView(snapshot, target, Rules(COUNTER, keep_steps=keep_steps))
+    return WorkingView(snapshot, target, Rules(COUNTER, keep_steps=keep_steps, keep_user_tokens=0))
 
 
 def run(pipeline: Pipeline, view: WorkingView, summarizer: object = None) -> Accounts:

@@ -27,9 +27,11 @@ COUNTER = counter("auto")
 BIG = 1_000_000
 """A bound no test session reaches: every message a ref names comes back whole."""
 
-# The refs as ctxfold prints them (pipeline/notes.py, pipeline/clear.py, summarizers/record.py).
+# The refs as ctxfold prints them (pipeline/notes.py, pipeline/clear.py, summarizers/record.py,
+# pipeline/user_messages.py).
 PRINTED_RANGE = re.compile(r"log items? \d+(?:–\d+)?")
 PRINTED_EVENT = re.compile(r"kept in the session log as event (\d+)")
+PRINTED_USER = re.compile(r"kept in the session log as log item (\d+)")
 PRINTED_CALL = re.compile(r"was cleared to save context \(call (.+?), [\d,]+ tokens\)")
 
 
@@ -68,6 +70,13 @@ def printed(session: Session) -> Iterator[tuple[str, str, set[int]]]:
                 yield compaction.kind, ref, covered
         elif event.type == MASK:
             for item in Mask.from_data(event.data).items:
+                user = PRINTED_USER.search(item.content)
+                if user is not None:
+                    # A user message shortened past its bound, or a repeat collapsed: it names
+                    # the log item that keeps it whole.
+                    assert int(user.group(1)) == item.id, item.content
+                    yield "user message", f"log item {item.id}", {item.id}
+                    continue
                 seq = PRINTED_EVENT.search(item.content)
                 call = PRINTED_CALL.search(item.content)
                 assert seq is not None and call is not None, item.content

@@ -169,12 +169,17 @@ def test_batch_is_checked_as_a_whole() -> None:
 
 
 def test_mask_replaces_tool_output_and_keeps_call_id(session: Session) -> None:
-    """A mask replaces a tool result's content in place and keeps its call id."""
+    """A mask replaces a tool result's content in place and keeps its call id; it may shorten a
+    user message too, never an assistant message or the system prompt."""
     session.append(NewEvent(MASK, {"items": [{"id": 4, "content": "[cleared]"}]}))
     masked = session.messages()[3]
     assert (masked.role, masked.content, masked.tool_call_id) == ("tool", "[cleared]", "c1")
-    with pytest.raises(InvalidHistoryError, match="not a tool result"):
-        session.append(NewEvent(MASK, {"items": [{"id": 2, "content": "x"}]}))
+    session.append(NewEvent(MASK, {"items": [{"id": 2, "content": "Fix the failing test"}]}))
+    assert session.messages()[1] == Message("user", "Fix the failing test")
+    assert session.items()[1].unmasked.text == "Fix the failing test in tests/test_io.py"
+    for item_id in (1, 3):
+        with pytest.raises(InvalidHistoryError, match="neither a tool result nor a user"):
+            session.append(NewEvent(MASK, {"items": [{"id": item_id, "content": "x"}]}))
 
 
 @pytest.mark.guarantee("reopen-same-projection")

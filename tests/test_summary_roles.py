@@ -40,7 +40,9 @@ def compacted(role: str, place: str, pipeline: Pipeline | None = None) -> list[M
     session = MemoryStore().session("s")
     session.append(PLACES[place]())
     compactor = Compactor(
-        Budget(window=3000, keep_recent_tokens=0),
+        # No protection for the user's words: the first turns are summarized whole, so that a
+        # summary lands right after the system prompt.
+        Budget(window=3000, keep_recent_tokens=0, keep_user_tokens=0),
         pipeline=pipeline or Pipeline([Summarize()]),
         summarizer=FunctionSummarizer.returning(SHORT),
         counter=COUNTER,

@@ -48,7 +48,9 @@ from ctxfold.messages import (
 from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import (
     ClearToolResults,
+    CollapseRepeats,
     Pipeline,
+    ShortenUserMessages,
     SlidingWindow,
     Strategy,
     Summarize,
@@ -77,6 +79,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "ClearToolResults",
+    "CollapseRepeats",
     "Compacted",
     "CompactionContext",
     "CompactionReport",
@@ -104,6 +107,7 @@ __all__ = [
     "Recalled",
     "SQLiteStore",
     "Session",
+    "ShortenUserMessages",
     "SlidingWindow",
     "Strategy",
     "Summarize",

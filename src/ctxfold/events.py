@@ -8,7 +8,8 @@ an earlier version wrote):
 - ``message``: one `Message`, stored as ``{"message": {...}}``;
 - ``compaction`` (`Compaction`): replaces the contiguous run of projected items from `first` to
   `last` (item ids) with one message, where the run stood;
-- ``mask`` (`Mask`): replaces the content of tool results, keeping their call ids;
+- ``mask`` (`Mask`): replaces the content of tool results (keeping their call ids) or of user
+  messages;
 - ``retraction`` (`Retraction`): takes the newest item (or the newest whole step) back out of the
   projection, as a framework's ``pop_item`` does;
 - ``reset`` (`Reset`): empties the projection, as a framework's ``clear_session`` does; later
@@ -128,10 +129,14 @@ class Compaction:
     - `tokens_before`, `tokens_after`: the run's tokens and the message's, in the compactor's
       counter units.
     - `tier`, `identifiers`, `summarizer`: for summaries, the round of the ladder that asked
-      ("turns", "summaries", "steps", "task-summaries", "range"), how the identifier check went,
-      and the summarizer's model.
+      ("turns", "summaries", "steps", "task-summaries", "range"; "ledger" for a summary put
+      back with its work ledger section taken out or made smaller, which no summarizer
+      wrote), how the identifier check went, and the summarizer's model.
     - `dropped`, `turns`: for notes, how many items and user turns were dropped.
     - `range`: for a callback's range, the `[start, stop)` positions it named.
+    - `ledger`: the work ledger of what the message stands for, as JSON data
+      (`ctxfold.summarizers.ledger.to_data`), so that a later compaction over it merges ledgers
+      rather than reading the summary's prose; None in logs written before it was recorded.
     - `counter`: the name of the counter `tokens_before` and `tokens_after` were counted with; a
       session whose tally counts with a counter of that name takes the message's tokens from
       `tokens_after` instead of counting it again.
@@ -155,6 +160,7 @@ class Compaction:
     turns: int | None = None
     range: tuple[int, int] | None = None
     counter: str | None = None
+    ledger: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -191,6 +197,8 @@ class Compaction:
                 data[key] = value
         if self.range is not None:
             data["range"] = list(self.range)
+        if self.ledger is not None:
+            data["ledger"] = dict(self.ledger)
         return data
 
     @classmethod
@@ -220,14 +228,16 @@ class Compaction:
             dropped=_opt(data, "dropped", int, what),
             turns=_opt(data, "turns", int, what),
             range=_pair(data, "range", what),
+            ledger=_opt(data, "ledger", Mapping, what),
             counter=_opt(data, "counter", str, what),
         )
 
 
 @dataclass(frozen=True)
 class MaskedItem:
-    """One tool result whose content a mask replaces with `content` (a placeholder); `tokens`,
-    when known, is the masked message's count in the units of the mask's `counter`."""
+    """One tool result or user message whose content a mask replaces with `content` (a
+    placeholder, or a shortened text); `tokens`, when known, is the masked message's count in
+    the units of the mask's `counter`."""
 
     id: int
     content: str
@@ -236,7 +246,8 @@ class MaskedItem:
 
 @dataclass(frozen=True)
 class Mask:
-    """New content for tool results, in place; their call ids stay, so the history stays valid.
+    """New content for tool results or user messages, in place; roles and call ids stay, so the
+    history stays valid.
 
     `tokens_saved` is what the masked items gave up, in the compactor's counter units; `counter`
     names that counter (see `Compaction.counter`)."""

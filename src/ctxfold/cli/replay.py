@@ -156,6 +156,12 @@ def print_replay(result: ReplayResult, source: str) -> None:
         f"  prompt-cache reuse: {result.cache_reuse:.1%} ({tokens(result.reused_tokens)} of "
         f"{tokens(result.requested_tokens)} tokens sent repeated the previous request's prefix)"
     )
+    if result.fidelity is not None:
+        from ctxfold.replay.fidelity import describe
+
+        click.echo("  what the final view kept:")
+        for line in describe(result.fidelity):
+            click.echo(f"    {line}")
     click.echo("  context per request (tokens; * = compacted first):")
     cells = [
         f"{r.turn}:{r.tokens:,}{'*' if r.compaction is not None else ''}" for r in result.requests

@@ -243,8 +243,10 @@ class Compactor:
         `error` and what it states is used too: the size it measured is recorded as provider
         usage (the estimate and the target are then counted as the provider counts), and a
         stated limit below the budget's window scales the target down to it. From the second
-        overflow of a session on, tool results are cleared instead. Nothing is appended to the
-        conversation itself."""
+        overflow of a session on, tool results are cleared instead. The user's words get no
+        protection of their own in these runs (the current request stays pinned): the
+        provider has just shown the counts they are bounded with to be short. Nothing is
+        appended to the conversation itself."""
         figures = overflow_figures(error)
         if figures.prompt_tokens is not None:
             session.record_usage(figures.prompt_tokens)
@@ -314,6 +316,11 @@ class Compactor:
             keep_recent_tokens=budget.keep_recent_tokens if budget else 0,
             keep_count=budget.keep_count if budget else 0,
             min_messages=budget.min_messages if budget else 0,
+            # After an overflow the provider has shown our counts to be short, so a bound
+            # measured with them holds nothing: the one retry must go through.
+            keep_user_tokens=0
+            if reason == "overflow"
+            else (budget.keep_user_tokens if budget else None),
             summary_role=self.summary_role,
             redact=self.redact,
         )

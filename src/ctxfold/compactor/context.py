@@ -19,10 +19,16 @@ from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInput
 from ctxfold.messages import Message
 from ctxfold.pipeline.accounting import Accounts
 from ctxfold.pipeline.proposals import Replace
-from ctxfold.pipeline.summarize import identifier_counts, stretch_request, summary_budget
+from ctxfold.pipeline.summaries import (
+    ledger_budget,
+    ledger_moves,
+    ledger_part,
+    stretch_request,
+    summary_budget,
+    write_summary,
+)
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers.identifiers import extract_identifiers, verify
-from ctxfold.summarizers.record import frame_summary
+from ctxfold.summarizers.identifiers import extract_identifiers
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 Resolve = Callable[[SummaryRequest], SummaryResult]
@@ -102,7 +108,9 @@ class CompactionContext:
         """Replace `messages[where]` with a summary and return the new message list.
 
         `where` is a `range`, a `slice` or a `(start, stop)` pair, half-open like Python slices.
-        `summarize(messages) -> str` writes the summary; None uses the compactor's summarizer.
+        `summarize(messages) -> str` writes the summary from the range's original messages
+        (masks undone, redacted when a redactor is configured); None uses the compactor's
+        summarizer.
         A range that would split a tool call from its result raises `InvalidHistoryError`, unless
         `widen=True`, which grows it to the nearest safe boundaries.
         """
@@ -177,16 +185,17 @@ class CompactionContext:
                 f"range [{start}, {stop}) covers message {touched[0]}, which is pinned (the "
                 "system block, a pending call, or an application pin)"
             )
-        budget = summary_budget(view)
+        ledger = ledger_part(view, start, stop, summary_budget(view), ledger_budget(view))
         if summarize is None:
-            request = stretch_request(view, start, stop, max_tokens=budget, tier="range")
+            request = stretch_request(view, start, stop, max_tokens=ledger.budget, tier="range")
             answer: SummaryResult = yield request
             self._accounts.answered(request, answer)
             text = answer.text
             identifiers = list(request.identifiers)
         else:
-            text = yield _Ask(summarize, view.to_summarize(start, stop))
-            identifiers = extract_identifiers(view.originals(start, stop))
+            originals = view.originals(start, stop)
+            text = yield _Ask(summarize, originals)
+            identifiers = extract_identifiers(originals)
         if text is None or not str(text).strip():
             self._accounts.notes.append(
                 f"callback range [{start}, {stop}) declined by its summarizer"
@@ -194,23 +203,25 @@ class CompactionContext:
             return self.messages
         # Checked like every summary (`identifiers-survive`), whoever wrote it; redacted after,
         # so that the check cannot put a redacted secret back.
-        checked = verify(str(text).strip(), identifiers, budget, view.count_text)
-        body = view.redact(checked.text)
-        low, high = view.items[start].span[0], view.items[stop - 1].span[1]
-        role = view.summary_role
+        written = write_summary(view, start, stop, str(text).strip(), identifiers, ledger)
         edit = Replace(
             start,
             stop,
-            Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
+            written.message,
             kind="summary",
             protected=protected,
-            identifiers=identifier_counts(checked, identifiers, body),
+            identifiers=written.identifiers,
             range=(start, stop),
-            summary=body,
+            summary=written.body,
+            ledger=written.ledger,
         )
         replaced = view.items[start:stop]
         if view.apply(edit, STRATEGY):
             self._accounts.applied(edit, replaced, view)
+            for move in list(ledger_moves(view, start)):
+                before = view.items[move.start : move.end]
+                if view.apply(move, STRATEGY):
+                    self._accounts.applied(move, before, view)
         else:
             self._accounts.notes.append(
                 f"callback range [{start}, {stop}) refused: its summary was not smaller"

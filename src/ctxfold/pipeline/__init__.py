@@ -9,16 +9,19 @@ from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
 from ctxfold.pipeline.truncate import TruncateToolResults
+from ctxfold.pipeline.user_messages import CollapseRepeats, ShortenUserMessages
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 
 __all__ = [
     "Accounts",
     "ClearToolResults",
+    "CollapseRepeats",
     "MaskResults",
     "Pipeline",
     "Replace",
     "Rules",
+    "ShortenUserMessages",
     "SlidingWindow",
     "Strategy",
     "StrategyEffect",

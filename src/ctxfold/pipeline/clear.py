@@ -13,6 +13,8 @@ from ctxfold.messages import Message
 from ctxfold.pipeline.proposals import MaskResults
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers.quoting import code_span
+from ctxfold.summarizers.record import read_outcome
 
 CLEARED_MARK = "[ctxfold: output of "
 
@@ -77,13 +79,16 @@ class ClearToolResults:
 
 
 def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:
-    """The text that stands in for a cleared result: tool, call id, size, and how to recall it."""
+    """The text that stands in for a cleared result: tool, call id, size, the error line a
+    failed output ended with (quoted as data), and how to recall it."""
     about = gist(arguments)
     call = f"{tool}({about})" if about else tool
+    error = read_outcome(message.text).error_line
+    failed = f" It failed with {code_span(error)}." if error else ""
     return (
         f"{CLEARED_MARK}{call} was cleared to save context (call {message.tool_call_id}, "
-        f"{tokens} tokens). The full output is kept in the session log as event {item_id}; "
-        "recall it from there, or run the call again if it is needed.]"
+        f"{tokens} tokens).{failed} The full output is kept in the session log as event "
+        f"{item_id}; recall it from there, or run the call again if it is needed.]"
     )
 
 

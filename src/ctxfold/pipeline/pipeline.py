@@ -18,6 +18,7 @@ from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
+from ctxfold.pipeline.user_messages import CollapseRepeats, ShortenUserMessages
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.pipeline.window import SlidingWindow
 from ctxfold.protocols import Summarizer
@@ -44,14 +45,20 @@ class Pipeline:
 
     @classmethod
     def default(cls, summarizer: Summarizer | None = None) -> Pipeline:
-        """ClearToolResults → Summarize → ClearToolResults(keep_tail=False) → SlidingWindow:
-        free first, the summarizer next, then clearing recent output too, and dropping turns
-        only when nothing else reached the target."""
+        """ClearToolResults → CollapseRepeats → Summarize → ClearToolResults(keep_tail=False)
+        → Summarize(keep_tail=False) → ShortenUserMessages → SlidingWindow: free first (old tool
+        output, a harness's repeated nudges), the summarizer next, then the recent tail's output
+        cleared and its oldest steps summarized, the user's messages past their bound shortened,
+        and dropping turns only when nothing else reached the target. The user's words within
+        their bound are never summarized or dropped."""
         return cls(
             [
                 ClearToolResults(),
+                CollapseRepeats(),
                 Summarize(summarizer),
                 ClearToolResults(keep_tail=False),
+                Summarize(summarizer, keep_tail=False),
+                ShortenUserMessages(),
                 SlidingWindow(),
             ]
         )

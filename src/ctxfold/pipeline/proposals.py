@@ -8,7 +8,8 @@ at once and sends back whether it was applied.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ctxfold.events import CompactionKind, IdentifierCounts
 from ctxfold.messages import Message
@@ -37,7 +38,8 @@ class Replace:
     raises `InvalidHistoryError`.
 
     The remaining fields go into the compaction event (see `ctxfold.events.Compaction`);
-    `summary` is the summary's text before framing, for the report.
+    `summary` is the summary's text before framing, for the report; `ledger` is the work
+    ledger of what the message stands for, as data.
     """
 
     start: int
@@ -52,6 +54,7 @@ class Replace:
     turns: int | None = None
     range: tuple[int, int] | None = None
     summary: str | None = None
+    ledger: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

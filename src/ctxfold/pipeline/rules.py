@@ -24,6 +24,9 @@ class Rules:
       (default 0).
     - `keep_count`, `min_messages`: the tail also keeps at least this many of the newest
       messages, whenever the target allows (default 0 both).
+    - `keep_user_tokens`: the user's own messages kept verbatim, in tokens (see
+      `ctxfold.pipeline.user_words`); None (default) is the smaller of 20,000 and half the
+      run's target.
     - `summary_role`: the role summaries and notes are written with (default "user").
     - `redact(text) -> text`: applied to every summary before it is stored
       (`summaries-redacted`).
@@ -34,5 +37,6 @@ class Rules:
     keep_recent_tokens: int = 0
     keep_count: int = 0
     min_messages: int = 0
+    keep_user_tokens: int | None = None
     summary_role: SummaryRole = "user"
     redact: Callable[[str], str] | None = None

@@ -20,31 +20,35 @@ left to give up (`unreachable-target-terminates`).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxfold.errors import ConfigurationError
-from ctxfold.events import IdentifierCounts
-from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.proposals import Proposal, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Flow
+from ctxfold.pipeline.summaries import (
+    LEDGER_SHARE,
+    identifier_counts,
+    ledger_budget,
+    ledger_moves,
+    ledger_part,
+    stretch_request,
+    summary_budget,
+    write_summary,
+)
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.protocols import Summarizer
 from ctxfold.summarizers.base import is_echo
-from ctxfold.summarizers.identifiers import (
-    MAX_IDENTIFIER_CHARS,
-    Verification,
-    extract_identifiers,
-    verify,
-)
-from ctxfold.summarizers.prompt import build_request, parse_sections
-from ctxfold.summarizers.record import frame_summary
-from ctxfold.summarizers.request import SummaryRequest, SummaryResult, Tier
+from ctxfold.summarizers.request import SummaryResult, Tier
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+__all__ = [
+    "Summarize",
+    "identifier_counts",
+    "stretch_request",
+    "summary_budget",
+]
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,15 @@ class Summarize:
     - `max_stretch_tokens`: the most history one request carries, in tokens (default 64,000);
       an LLM summarizer splits a stretch that is still too big for its own window.
     - `redact`: applied to every summary before it is stored (`summaries-redacted`).
+    - `ledger_share`: the most the work ledger section of the newest summary may take, as a
+      share of the target (default 0.25); 0 writes no section (the ledger is still recorded).
+    - `keep_tail`: leave the verbatim recent tail (`keep_recent_tokens`) alone (default True).
+      The default ladder runs a second `Summarize(keep_tail=False)` once clearing the tail's
+      output was not enough, so that the oldest steps of the tail are summarized rather than
+      dropped.
+
+    Summaries are written from the originals (`summaries-from-originals`) and land around the
+    user's words, never over them (`user-words-kept`).
     """
 
     name = "summarize"
@@ -76,7 +89,11 @@ class Summarize:
         summary_tokens: int = 1024,
         max_stretch_tokens: int = 64_000,
         redact: Callable[[str], str] | None = None,
+        ledger_share: float = LEDGER_SHARE,
+        keep_tail: bool = True,
     ) -> None:
+        if not 0 <= ledger_share < 1:
+            raise ConfigurationError(f"ledger_share must be in [0, 1), not {ledger_share!r}")
         if summary_tokens < 16:
             raise ConfigurationError(f"summary_tokens must be at least 16, not {summary_tokens}")
         if max_stretch_tokens <= summary_tokens:
@@ -86,6 +103,8 @@ class Summarize:
         self.summary_tokens = summary_tokens
         self.max_stretch_tokens = max_stretch_tokens
         self.redact = redact
+        self.ledger_share = ledger_share
+        self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> Flow:
         while not view.fits:
@@ -106,7 +125,12 @@ class Summarize:
         """One request and, if the answer is usable, one edit. A reason means stop
         (`summarize-stops-at-last-good-round`)."""
         start, end = stretch.start, stretch.end
-        request = stretch_request(view, start, end, max_tokens=budget, tier=stretch.tier)
+        ledger = ledger_part(view, start, end, budget, ledger_budget(view, self.ledger_share))
+        full = stretch_request(view, start, end, max_tokens=ledger.budget, tier=stretch.tier)
+        # What the ledger section holds verbatim, the summary need not repeat.
+        request = replace(
+            full, identifiers=tuple(i for i in full.identifiers if not ledger.holds(i))
+        )
         try:
             answer: SummaryResult | None = yield SummaryCall(request, self.summarizer)
         except Exception as exc:  # stop at the last round that worked
@@ -116,23 +140,26 @@ class Summarize:
             return "the summarizer declined"
         if is_echo(text, request):
             return "the summary echoed its input"
-        checked = verify(text, request.identifiers, budget, view.count_text)
-        body = view.redact(self.redact(checked.text) if self.redact else checked.text)
-        low, high = view.items[start].span[0], view.items[end - 1].span[1]
-        role = view.summary_role
+        written = write_summary(
+            view, start, end, text, full.identifiers, ledger, redact=self.redact
+        )
         applied = yield Replace(
             start,
             end,
-            Message(role, frame_summary(body, role, first_seq=low, last_seq=high)),
+            written.message,
             kind="summary",
             protected=self._protected(view),
             tier=stretch.tier,
-            identifiers=identifier_counts(checked, request.identifiers, body),
+            identifiers=written.identifiers,
             summarizer=answer.model if answer and answer.model else None,
-            summary=body,
+            summary=written.body,
+            ledger=written.ledger,
         )
         if not applied:
             return "the summary was no smaller than its stretch"
+        # The new summary holds the ledger of everything before it: older copies go.
+        for move in list(ledger_moves(view, start)):
+            _ = yield move  # each goes or stays on its own: smaller, or refused
         return None
 
     # -- choosing the stretch --------------------------------------------------------------
@@ -140,7 +167,9 @@ class Summarize:
         return summary_budget(view, self.summary_tokens)
 
     def _protected(self, view: WorkingView) -> frozenset[int]:
-        return view.protected(self.keep_steps)
+        # Past the bound the user's words may be shortened, never turned into prose.
+        protected = view.protected(self.keep_steps, tail=self.keep_tail)
+        return protected | view.user_words().protected
 
     def _next_stretch(self, view: WorkingView, budget: int) -> Stretch | None:
         structure = view.structure()
@@ -151,7 +180,9 @@ class Summarize:
             task_start = current.start  # no real user message at all: everything is the task
         historical = [u for u in structure.units if u.end <= task_start]
         task = [u for u in structure.units if u.start >= task_start]
-        want = view.excess + 2 * budget
+        # The summary, the identifiers its check may add and the ledger section must fit in
+        # what the stretch gives up, with the excess still to go.
+        want = view.excess + 2 * budget + ledger_budget(view, self.ledger_share)
         turn_starts = {t.start for t in structure.turns}
         rounds: tuple[tuple[Tier, list[Unit], bool], ...] = (
             ("turns", historical, True),
@@ -213,59 +244,6 @@ class Summarize:
         if tokens <= budget:
             return None  # a summary could not be smaller than this stretch
         return start, end
-
-
-def summary_budget(view: WorkingView, summary_tokens: int = 1024) -> int:
-    """The most a summary may take in `view`, in tokens: `summary_tokens`, or an eighth of the
-    target when that is less, never under 128."""
-    return max(128, min(summary_tokens, view.target // 8))
-
-
-def identifier_counts(
-    checked: Verification, identifiers: Sequence[str], body: str
-) -> IdentifierCounts:
-    """How the check of a summary went, for its compaction event: `body` is the text stored
-    (checked, then redacted), so an identifier the redactor took out is not listed as held."""
-    held = tuple(i for i in dict.fromkeys(identifiers) if i and i in body)
-    return IdentifierCounts(len(held), len(checked.added), tuple(checked.left_out), held)
-
-
-def stretch_request(
-    view: WorkingView, start: int, end: int, *, max_tokens: int, tier: Tier
-) -> SummaryRequest:
-    """The summary request for view positions `[start, end)`.
-
-    Its messages are the stretch as the view shows it; its identifiers, which the summary is
-    checked against, are those of the stretch as it was logged: a tool result that clearing
-    masked still counts with its original output, so what the placeholder hid is restored to
-    the summary or reported as left out, and an earlier summary brings every identifier it
-    listed (`identifiers-survive`).
-    """
-    synthetic = frozenset(i - start for i in range(start, end) if view.items[i].synthetic)
-    request = build_request(
-        view.to_summarize(start, end),
-        synthetic=synthetic,
-        max_tokens=max_tokens,
-        tier=tier,
-        tokens=view.tokens(start, end),
-    )
-    originals = view.originals(start, end)
-    found = extract_identifiers(originals)
-    for position in sorted(synthetic):
-        item = view.items[start + position]
-        if item.identifiers is not None:
-            found += item.identifiers  # exactly what the earlier summary was checked to hold
-            continue
-        # Not recorded (a list fed back, an older log): what the earlier summary listed as an
-        # identifier or quoted as code stays one, even where the text alone would not show it
-        # (a command is recognised where it was run, not in a bullet).
-        text = originals[position].text
-        found += parse_sections(text).get("Identifiers", [])
-        found += _CODE_SPAN.findall(text)
-    identifiers = tuple(dict.fromkeys(i for i in found if len(i) <= MAX_IDENTIFIER_CHARS))
-    if identifiers != request.identifiers:
-        request = replace(request, identifiers=identifiers)
-    return request
 
 
 def _with_summaries_beside(

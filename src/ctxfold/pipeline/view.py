@@ -8,19 +8,56 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 
 from ctxfold.errors import InvalidHistoryError
 from ctxfold.events import Compaction, Mask, MaskedItem
 from ctxfold.messages import Message
+from ctxfold.messages.frames import NOTE_MARK
 from ctxfold.messages.structure import Structure, analyze
 from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
+from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
+from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers.redact import redact_messages
+from ctxfold.tokens.budget import user_words_bound
+
+
+class _NoteCounts:
+    """The counts of the last notes weighed, per counter (kept alive by the entry, so that its
+    id is not reused while the entry lives). Compactors may run in several threads: one lock."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[tuple[int, str, str], tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count(self, counter: TokenCounter, message: Message) -> int:
+        key = (id(counter), message.role, message.text)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and found[0] is counter:
+                self._entries.move_to_end(key)
+                return found[1]
+        tokens = counter.count_message(message)
+        with self._lock:
+            self._entries[key] = (counter, tokens)
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return tokens
+
+
+_NOTES = _NoteCounts(maxsize=4096)
+
+MASKABLE = frozenset({"tool", "user"})
+"""The roles a mask may give new content: tool results (cleared, cut) and user messages
+(collapsed repeats, shortened past the bound)."""
 
 
 @dataclass(frozen=True)
@@ -56,10 +93,12 @@ class WorkingView:
         self.edits: list[Compaction | Mask] = []
         self.changes: list[Applied] = []
         self._counted: dict[tuple[object, ...], tuple[object, int]] = {}
+        self._texts: dict[str, int] = {}
         """For each of `edits`, the items it took out of the view and the ones it put in."""
         self._total = sum(self.counts)
         self._structure: Structure | None = None
         self._tail: int | None = None
+        self._users: UserWords | None = None
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -95,12 +134,22 @@ class WorkingView:
         found = self._counted.get(key)
         if found is not None and found[0] is extra:
             return found[1]
-        tokens = self.rules.counter.count_message(message)
+        if not extra and message.text.startswith(NOTE_MARK):
+            # A note's text repeats from run to run (the window weighs the same note for the
+            # same gap each time): counted once per counter, not once per run.
+            tokens = _NOTES.count(self.rules.counter, message)
+        else:
+            tokens = self.rules.counter.count_message(message)
         self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
         return tokens
 
     def count_text(self, text: str) -> int:
-        return self.rules.counter.count_text(text)
+        """Tokens of a text, in the run's counter units; remembered for the run, since the
+        ledger's lines and sections are weighed again round after round."""
+        tokens = self._texts.get(text)
+        if tokens is None:
+            tokens = self._texts[text] = self.rules.counter.count_text(text)
+        return tokens
 
     def synthetic(self) -> frozenset[int]:
         return frozenset(i for i, item in enumerate(self.items) if item.synthetic)
@@ -132,18 +181,39 @@ class WorkingView:
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])
 
+    @property
+    def user_bound(self) -> int:
+        """The user's words kept verbatim, in tokens: `rules.keep_user_tokens`, or the smaller
+        of 20,000 and half the target."""
+        bound = self.rules.keep_user_tokens
+        return user_words_bound(self.target) if bound is None else bound
+
+    def user_words(self) -> UserWords:
+        """Which real user messages stay verbatim within `user_bound`, which are past it and
+        which repeat a later one (`ctxfold.pipeline.user_words`); by position."""
+        if self._users is None:
+            structure = self.structure()
+            candidates = [
+                Candidate(i, item.unmasked.text, self.counts[i])
+                for i, item in enumerate(self.items)
+                if i >= structure.system_end and not item.synthetic and item.message.role == "user"
+            ]
+            self._users = select_user_words(candidates, self.user_bound)
+        return self._users
+
     def app_pinned(self) -> frozenset[int]:
         """Positions of the items the application pinned."""
         return frozenset(i for i, item in enumerate(self.items) if item.id in self.pinned_ids)
 
     def hard_pinned(self, keep_steps: int | None = None) -> frozenset[int]:
         """Positions no strategy may touch: system block, current request, newest steps, pending
-        calls, and items the application pinned."""
+        calls, items the application pinned, and the user's words within their bound
+        (`user-words-kept`)."""
         steps = self.rules.keep_steps if keep_steps is None else keep_steps
         structure = self.structure()
         # The system block is pinned already, and is no unit `pinned` could widen a pin to.
         also = [i for i in self.app_pinned() if i >= structure.system_end]
-        return structure.pinned(steps, also)
+        return structure.pinned(steps, also) | self.user_words().kept
 
     def tail_start(self) -> int:
         """Where the verbatim recent tail begins, widened back to a safe cut point.
@@ -186,9 +256,9 @@ class WorkingView:
 
     def pinned_tokens(self, kept: frozenset[int] = frozenset()) -> int:
         """The fewest tokens this view can be brought down to: the pinned messages (and the
-        positions `kept`), plus, for each gap between them, the smaller of what is there and the
-        one note that would stand for it (a dropped stretch always leaves a message in its
-        place)."""
+        positions `kept`), plus, for each gap between them, the one note that would stand for it
+        (a dropped stretch always leaves a message in its place), or what is there when the note
+        would take more than half of it (such a drop is never made)."""
         pinned = self.hard_pinned() | kept
         structure = self.structure()
         total = self.fixed_tokens
@@ -197,9 +267,18 @@ class WorkingView:
             if index < len(self.items) and index not in pinned:
                 gap_start = index if gap_start is None else gap_start
                 continue
+            if (
+                gap_start is not None
+                and index - gap_start == 1
+                and self.items[gap_start].kind == "note"
+            ):
+                total += self.counts[gap_start]  # a note alone stands for itself already
+                gap_start = None
             if gap_start is not None:
                 note = note_for(self.items, structure, gap_start, index, self.summary_role)
-                total += min(self.tokens(gap_start, index), self.count(note.message))
+                gap, cost = self.tokens(gap_start, index), self.count(note.message)
+                # `drops-worth-their-note`: a gap no more than twice its note's size stays.
+                total += cost if 2 * cost <= gap else gap
                 gap_start = None
             if index < len(self.items):
                 total += self.counts[index]
@@ -230,7 +309,9 @@ class WorkingView:
         replaced = self.items[start:end]
         covers = (replaced[0].span[0], replaced[-1].span[1])
         held = edit.identifiers.held if edit.identifiers is not None else None
-        item = Item(self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held)
+        item = Item(
+            self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held, edit.ledger
+        )
         new_tokens = self.count(edit.message)
         old_tokens = self.tokens(start, end)
         if new_tokens >= old_tokens:
@@ -253,6 +334,7 @@ class WorkingView:
                 turns=edit.turns,
                 range=edit.range,
                 counter=self.rules.counter.name,
+                ledger=edit.ledger,
             )
         )
         self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
@@ -262,6 +344,7 @@ class WorkingView:
         self._total += new_tokens - old_tokens
         self._structure = None
         self._tail = None
+        self._users = None
         return True
 
     def _mask(self, edit: MaskResults, strategy: str) -> bool:
@@ -270,8 +353,10 @@ class WorkingView:
         new_counts: dict[int, int] = {}
         for index, text in edit.placeholders.items():
             old = self.items[index]
-            if old.message.role != "tool":
-                raise InvalidHistoryError(f"position {index} is not a tool result")
+            if old.message.role not in MASKABLE or old.synthetic:
+                raise InvalidHistoryError(
+                    f"position {index} is neither a tool result nor a user message"
+                )
             if index in pinned:
                 raise InvalidHistoryError(f"position {index} is pinned by the application")
             item = replaced_copy(
@@ -306,4 +391,5 @@ class WorkingView:
             self.counts[index] = new_counts[index]
         self._total -= saved
         self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
+        self._users = None
         return True

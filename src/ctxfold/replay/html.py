@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxfold._files import write_text_atomic
 from ctxfold.replay._assets import CSS, SCRIPT
+from ctxfold.replay.fidelity import describe
 
 if TYPE_CHECKING:
     from ctxfold.replay.run import ReplayCompaction, ReplayResult
@@ -48,6 +49,8 @@ def render_html(result: ReplayResult, *, title: str = "ctxfold replay") -> str:
         "the tables below hold the same figures.</p></noscript>",
         "<h2>Compactions</h2>",
         _compactions(result),
+        "<h2>What the final view kept</h2>",
+        _fidelity(result),
         "<h2>Prompt-cache reuse</h2>",
         f"<p>{result.cache_reuse:.1%} of the tokens sent over the run "
         f"({result.reused_tokens:,} of {result.requested_tokens:,}) repeated the previous "
@@ -134,6 +137,22 @@ def _compactions(result: ReplayResult) -> str:
         )
     rows.append("</tbody></table>")
     return "".join(rows)
+
+
+def _fidelity(result: ReplayResult) -> str:
+    fid = result.fidelity
+    if fid is None:
+        return "<p>Not measured.</p>"
+    esc = html.escape
+    rows = "".join(f"<li>{esc(line.strip())}</li>" for line in describe(fid))
+    return (
+        '<ul class="fidelity">'
+        f"{rows}</ul><p class='note'>Measured on the last request against the whole transcript: "
+        "the task and the user's messages as user messages of the view, word for word; "
+        "identifiers and probes (the task's first line, every file modified, the last error of "
+        "each failing command, the last test run, taken from the work ledger of the whole "
+        "transcript) as text of the view.</p>"
+    )
 
 
 def _summaries(result: ReplayResult) -> str:

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import BudgetError, InvalidHistoryError
+from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
+from ctxfold.replay.fidelity import Fidelity, measure
 from ctxfold.session.frozen import Frozen
 
 if TYPE_CHECKING:
@@ -94,6 +96,9 @@ class ReplayResult:
     duration_s: float
     counter: str
     summaries: tuple[str, ...] = field(default=())
+    fidelity: Fidelity | None = None
+    """What the final view kept of the user's words, identifiers and probes (see
+    `ctxfold.replay.fidelity`)."""
 
     @property
     def summarizer_calls(self) -> int:
@@ -145,6 +150,7 @@ class ReplayResult:
             "cache_reuse": round(self.cache_reuse, 4),
             "duration_s": round(self.duration_s, 3),
             "counter": self.counter,
+            "fidelity": self.fidelity.to_dict() if self.fidelity is not None else None,
             "turns": [r.to_dict() for r in self.requests],
         }
 
@@ -157,11 +163,15 @@ def replay(
     counter: TokenCounter | None = None,
     progress: Callable[[int], None] | None = None,
     provider: Provider = "openai",
+    fidelity: bool = True,
 ) -> ReplayResult:
     """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
 
     `counter` sizes requests for the prefix figures (default: the compactor's counter).
     `progress`, when given, is called with the number of messages appended after each one.
+    `fidelity` (default True) measures what the final view kept (`ReplayResult.fidelity`,
+    `ctxfold.replay.fidelity`), recall included; False leaves it None, for timing the replay
+    alone.
     Raises `BudgetError` for a compactor without a budget (it has no trigger to replay) or a
     system prompt that alone exceeds the window, before anything is appended; and
     `InvalidHistoryError` if a compaction ever left a history `provider` would reject (that
@@ -191,8 +201,11 @@ def replay(
     requests: list[Request] = []
     compactions: list[ReplayCompaction] = []
     previous: Sequence[Message] = ()
+    seqs: list[int] = []
     for index, message in enumerate(messages):
-        sizes.appended(message, session.append(message))
+        stored = session.append(message)
+        sizes.appended(message, stored)
+        seqs.append(stored[0].seq if stored else session.last_seq)
         if progress is not None:
             progress(1)
         if not _before_request(messages, index):
@@ -220,17 +233,33 @@ def replay(
             )
         )
         previous = projected
+    duration = time.perf_counter() - started
+    original = sizes.total(messages)
     return ReplayResult(
         window=budget.window,
         trigger=budget.trigger_tokens,
         target=budget.target_tokens,
         messages=len(messages),
-        original_tokens=sizes.total(messages),
+        original_tokens=original,
         requests=tuple(requests),
         compactions=tuple(compactions),
-        duration_s=time.perf_counter() - started,
+        duration_s=duration,
         counter=str(getattr(count, "name", type(count).__name__)),
         summaries=tuple(s for c in compactions for s in c.report.summaries),
+        fidelity=measure(
+            messages,
+            session.items(),
+            lambda message: sizes.total([message]),
+            user_bound=budget.user_words_tokens,
+            target=budget.target_tokens,
+            largest_summary=_largest_summary(compactions),
+            read_tokens=sum(c.report.stretch_tokens for c in compactions),
+            history_tokens=original,
+            seqs=seqs,
+            recall=lambda query: session.recall(query).seqs,
+        )
+        if fidelity
+        else None,
     )
 
 
@@ -278,6 +307,17 @@ def fresh_session_id(store: StoreBase, base: str) -> str:
     while f"{base}-{n}" in taken:
         n += 1
     return f"{base}-{n}"
+
+
+def _largest_summary(compactions: Sequence[ReplayCompaction]) -> int:
+    """Tokens of the largest summary any compaction stored."""
+    sizes = [
+        int(event.data.get("tokens_after") or 0)
+        for c in compactions
+        for event in c.report.events
+        if event.type == COMPACTION and event.data.get("kind") == "summary"
+    ]
+    return max(sizes, default=0)
 
 
 def _check_valid(projected: Sequence[Message], provider: Provider, turn: int) -> None:

@@ -33,8 +33,9 @@ from ctxfold.storage.checks import PAGE_SIZE
 
 log = logging.getLogger("ctxfold.session")
 
-FORMAT = 1
-"""The checkpoint layout this version writes and reads; a checkpoint of any other is ignored."""
+FORMAT = 2
+"""The checkpoint layout this version writes and reads; a checkpoint of any other is ignored.
+Format 2 keeps each summary's and note's recorded work ledger (`Item.ledger`) too."""
 
 KINDS = ("message", "summary", "note")
 
@@ -53,7 +54,10 @@ def encode(fold: Fold) -> str:
             # A masked result's original is its own event's message: referred to, not copied.
             masked = item.original is not None
             held = list(item.identifiers) if item.identifiers is not None else None
-            items.append([item.id, tokens, item.kind, item.key, covers, message, masked, held])
+            ledger = dict(item.ledger) if item.ledger is not None else None
+            items.append(
+                [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
+            )
     anchor = fold.anchor
     data = {
         "format": FORMAT,
@@ -102,7 +106,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     wanted = [
         entry[0]
         for entry, is_short in zip(entries, short, strict=True)
-        if is_short or (isinstance(entry, list) and len(entry) == 8 and entry[6] is True)
+        if is_short or (isinstance(entry, list) and len(entry) == 9 and entry[6] is True)
     ]
     originals = _originals(store, session_id, wanted, seq)
     items: list[Item] = []
@@ -166,11 +170,11 @@ def _originals(
 
 
 def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
-    """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers]``,
-    where `masked` says the item's original is the message of its own event."""
-    if not isinstance(entry, list) or len(entry) != 8:
+    """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers,
+    ledger]``, where `masked` says the item's original is the message of its own event."""
+    if not isinstance(entry, list) or len(entry) != 9:
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
-    item_id, _, kind, key, covers, message, masked, held = entry
+    item_id, _, kind, key, covers, message, masked, held, ledger = entry
     if not _seq(item_id) or item_id > seq or kind not in KINDS or not _seq(key):
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
     if not isinstance(masked, bool) or (masked and kind != "message"):
@@ -186,9 +190,12 @@ def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
         span = (covers[0], covers[1])
     if not isinstance(message, dict):
         raise InvalidInputError(f"item {item_id} has no message")
+    if ledger is not None and not isinstance(ledger, dict):
+        raise InvalidInputError(f"item {item_id} has a ledger of {ledger!r:.80}")
     original = originals[item_id] if masked else None
     identifiers = tuple(held) if held is not None else None
-    return Item(item_id, Message.from_dict(message), kind, key, span, original, identifiers)
+    message_value = Message.from_dict(message)
+    return Item(item_id, message_value, kind, key, span, original, identifiers, ledger)
 
 
 def _anchor(value: object, seq: int) -> Anchor | None:

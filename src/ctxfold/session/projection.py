@@ -1,7 +1,8 @@
 """The projection: the fold that turns a session's log into the messages the model is sent.
 
 Message events add items in seq order; a compaction replaces a contiguous run of items with one
-message where the run stood; a mask replaces the content of tool results in place; a retraction
+message where the run stood; a mask replaces the content of tool results (or user messages) in
+place; a retraction
 takes the newest item (or newest whole step) back out; a reset empties the projection. Pins and
 unpins change which items the application protects. Every other event type is ignored here
 (usage reports and overflows are read by the session).
@@ -21,7 +22,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ctxfold.errors import InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
@@ -65,10 +66,14 @@ class Item:
     covers: tuple[int, int] | None = None
     """For a compaction item: the first and last original seqs it replaced (for recall)."""
     original: Message | None = None
-    """For a tool result a mask replaced: the message as it was logged, before any mask."""
+    """For a tool result or user message a mask replaced: the message as it was logged, before
+    any mask."""
     identifiers: tuple[str, ...] | None = None
     """For a summary: the identifiers it holds verbatim, as its compaction recorded them (None
     when the log did not record them)."""
+    ledger: Mapping[str, Any] | None = field(default=None, compare=False)
+    """For a summary or note: the work ledger of what it stands for, as its compaction recorded
+    it (`ctxfold.summarizers.ledger.to_data`; None when the log did not record one)."""
 
     @property
     def synthetic(self) -> bool:
@@ -258,8 +263,11 @@ class Projection:
             index = self.position(entry.id)
             if index is None:
                 raise InvalidHistoryError(f"mask names item {entry.id!r}, which is not projected")
-            if self._items[index].message.role != "tool":
-                raise InvalidHistoryError(f"mask names item {entry.id}, which is not a tool result")
+            item = self._items[index]
+            if item.message.role not in ("tool", "user") or item.synthetic:
+                raise InvalidHistoryError(
+                    f"mask names item {entry.id}, which is neither a tool result nor a user message"
+                )
             out.append((index, entry.content))
         return out
 
@@ -320,7 +328,10 @@ class Projection:
         removed = tuple(self._items[start : end + 1])
         covers = (removed[0].span[0], removed[-1].span[1])
         held = compaction.identifiers.held if compaction.identifiers is not None else None
-        item = Item(seq, compaction.message, compaction.kind, removed[0].key, covers, None, held)
+        item = Item(
+            seq, compaction.message, compaction.kind, removed[0].key, covers, None, held,
+            compaction.ledger,
+        )  # fmt: skip
         self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
         self._keys[start : end + 1] = [item.key]
         for gone in removed:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxfold.messages.frames import frame_kind
 from ctxfold.summarizers.identifiers import (
     MAX_IDENTIFIER_CHARS,
     PRIORITY,
@@ -25,7 +26,7 @@ from ctxfold.summarizers.identifiers import (
 from ctxfold.summarizers.prompt import parse_sections, render_sections
 from ctxfold.summarizers.quoting import code_span
 from ctxfold.summarizers.record import Outcome, read_outcome
-from ctxfold.summarizers.request import SummaryRequest, SummaryResult
+from ctxfold.summarizers.request import Sections, SummaryRequest, SummaryResult
 
 LOW_PRIORITY = frozenset({"command", "url", "id", "hash"})
 """Identifier kinds given up before work lines; error strings and paths are kept longer."""
@@ -79,8 +80,8 @@ class _Draft:
     """The identifiers the last `sections()` listed, in rank order."""
 
     def rank(self, identifiers: list[str]) -> None:
-        """Keep `identifiers` ranked (error strings first, then paths, commands, URLs, ids,
-        hashes; first seen first within a kind) and note which ones hold which."""
+        """Keep `identifiers` ranked (error strings first, then paths, URLs, ids, hashes,
+        commands; first seen first within a kind) and note which ones hold which."""
         order = {identifier: i for i, identifier in enumerate(dict.fromkeys(identifiers))}
         ranked = sorted(order, key=lambda i: (PRIORITY.index(kind_of(i)), order[i]))
         self.identifiers = ranked
@@ -171,9 +172,13 @@ def _read(request: SummaryRequest) -> _Draft:
     last_run: dict[str, _Work] = {}
     failing_tests: dict[str, None] = {}
     plan: str | None = None
+    previous = request.previous
+    if previous is not None:
+        _fold_sections(draft, previous)  # the earlier summaries, merged: data, not prose
     for index, message in enumerate(messages):
         if index in request.synthetic:
-            _fold(draft, message.text)
+            if previous is None or frame_kind(message) != "summary":
+                _fold(draft, message.text)
         elif message.role == "user":
             quote = _quote(message.text)
             if quote and quote not in draft.objective:
@@ -240,6 +245,12 @@ def _fold(draft: _Draft, text: str) -> None:
         if note:
             draft.work.append(_Work(_clip(note), failed=False))
         return
+    _fold_sections(draft, sections)
+
+
+def _fold_sections(draft: _Draft, sections: Sections) -> None:
+    """Merge an earlier summary's sections into the draft: objectives and decisions united,
+    work appended, identifiers kept, outstanding items carried as the oldest ones."""
     for item in sections.get("Objective", []):
         if item not in draft.objective:
             draft.objective.append(item)

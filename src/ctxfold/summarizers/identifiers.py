@@ -33,8 +33,9 @@ from ctxfold.messages import Message
 from ctxfold.summarizers.quoting import code_span, escape_controls
 
 Kind = Literal["error", "path", "command", "url", "id", "hash"]
-PRIORITY: tuple[Kind, ...] = ("error", "path", "command", "url", "id", "hash")
-"""Which identifiers `verify` restores first when the budget cannot take them all."""
+PRIORITY: tuple[Kind, ...] = ("error", "path", "url", "id", "hash", "command")
+"""Which identifiers `verify` restores first when the budget cannot take them all: what the
+work is about before how it was done (the work ledger keeps the commands that acted)."""
 
 # Longer than this, a command stops being an identifier and becomes prose; the first line or the
 # first part is kept instead (still a verbatim substring of the source).
@@ -401,8 +402,8 @@ def verify(
     quoted as data (`restored-identifiers-quoted`): each is a code span with its control
     characters escaped, under the line `QUOTED_NOTE`. So a line of tool output restored this
     way reads as a quotation, never as the summary's own words. `max_tokens` bounds what may be
-    added, as measured by `count`. Error strings come first, then paths, commands, URLs, ids
-    and hashes; one that does not fit is left out whole and the next is tried.
+    added, as measured by `count`. Error strings come first, then paths, URLs, ids, hashes and
+    commands; one that does not fit is left out whole and the next is tried.
 
     >>> v = verify("## Identifiers\\n- nothing", ["src/app.py:12"], max_tokens=50)
     >>> print(v.text)

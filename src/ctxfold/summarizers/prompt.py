@@ -14,8 +14,8 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.summarizers.identifiers import QUOTED_NOTE, extract_identifiers
 from ctxfold.summarizers.quoting import code_span, unquote
-from ctxfold.summarizers.record import MAX_CHARS_PER_MESSAGE, render_record
-from ctxfold.summarizers.request import SummaryRequest, Tier
+from ctxfold.summarizers.record import MAX_CHARS_PER_MESSAGE, render_record, without_ledger
+from ctxfold.summarizers.request import Sections, SummaryRequest, Tier
 
 SECTIONS: tuple[str, ...] = ("Objective", "Decisions", "Work done", "Identifiers", "Outstanding")
 """The sections of every summary, in order; each is written as a ``## Name`` heading."""
@@ -37,9 +37,10 @@ something did not happen just because the record does not show it.
 - Copy every identifier exactly as it appears, character for character: file paths with line \
 numbers, URLs, ids and codes, commit hashes, shell commands, error messages. Never paraphrase, \
 shorten or "fix" them.
-- Entries marked as an earlier summary are your own previous work. Bring them up to date rather \
-than summarizing them again: keep what is still true, drop what later entries made stale, and \
-merge their points with the new ones.
+- Entries marked as an earlier summary are your own previous work (when the record opens with \
+"[previous summaries]", that entry holds their sections). Bring them up to date rather than \
+summarizing them again: keep what is still true, drop what later entries made stale, and merge \
+their points with the new ones.
 - Write short bullets, not prose. No greeting, no advice, no remarks about summarizing, and do not \
 address the user.
 
@@ -82,12 +83,16 @@ def build_request(
     tier: Tier = "turns",
     tokens: int = 0,
     max_chars_per_message: int = MAX_CHARS_PER_MESSAGE,
+    previous: Sections | None = None,
+    read_tokens: int = 0,
 ) -> SummaryRequest:
     """A complete `SummaryRequest` for `messages`: instructions, the framed record, and the
     identifiers found in the full messages (before any clipping in the record).
 
     `synthetic` are the indices of earlier summaries and notes; `max_tokens` bounds the summary;
-    `tier` and `tokens` are passed through for the summarizer to see.
+    `tier`, `tokens` and `read_tokens` are passed through for the summarizer to see. `previous`
+    (the earlier summaries' sections, merged: `merge_sections`) opens the record as data, and
+    each earlier summary's entry then points to it.
     """
     if max_tokens <= 0:
         raise InvalidInputError(f"max_tokens must be a positive number of tokens, not {max_tokens}")
@@ -95,12 +100,16 @@ def build_request(
     return SummaryRequest(
         messages=tuple(messages),
         instructions=instructions(max_tokens),
-        record=render_record(messages, marked, max_chars_per_message=max_chars_per_message),
+        record=render_record(
+            messages, marked, max_chars_per_message=max_chars_per_message, previous=previous
+        ),
         identifiers=tuple(extract_identifiers(messages)),
         synthetic=marked,
         max_tokens=max_tokens,
         tier=tier,
         tokens=tokens,
+        previous=previous,
+        read_tokens=read_tokens,
     )
 
 
@@ -113,7 +122,8 @@ def parse_sections(text: str) -> dict[str, list[str]]:
     """The bullets of each known section of a sectioned summary (headings matched without
     regard to case; text before the first heading and unknown sections are ignored; "nothing"
     bullets are dropped). Identifiers quoted as code spans are read back unquoted, and the
-    line ctxfold writes above quoted identifiers is not an item.
+    line ctxfold writes above quoted identifiers is not an item. A work ledger section is not
+    read: ctxfold keeps the ledger as data.
 
     >>> parse_sections("## Objective\\n- fix the build\\n## Outstanding\\n- nothing")
     {'Objective': ['fix the build'], 'Outstanding': []}
@@ -121,7 +131,7 @@ def parse_sections(text: str) -> dict[str, list[str]]:
     names = {name.lower(): name for name in SECTIONS}
     out: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in text.splitlines():
+    for line in without_ledger(text).splitlines():
         heading = _HEADING.match(line)
         if heading:
             name = names.get(heading.group(1).strip().rstrip(":").lower())
@@ -135,6 +145,35 @@ def parse_sections(text: str) -> dict[str, list[str]]:
         if item not in current:
             current.append(item)
     return out
+
+
+MAX_MERGED_IDENTIFIERS = 400
+"""`merge_sections` keeps at most this many identifiers (the first listed): a bound on what
+earlier summaries hand on as data; the check of each summary restores what its own stretch
+needs."""
+
+
+def merge_sections(summaries: Sequence[Sections]) -> dict[str, tuple[str, ...]]:
+    """The sections of several consecutive summaries as one, structurally: objectives and
+    identifiers united (identifiers bounded by `MAX_MERGED_IDENTIFIERS`), decisions, work and
+    outstanding items appended in order; an item said twice is kept once.
+
+    >>> merged = merge_sections([{"Decisions": ["use bytes"]}, {"Decisions": ["keep str"]}])
+    >>> merged["Decisions"], merged["Objective"]
+    (('use bytes', 'keep str'), ())
+    """
+    out: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    seen: dict[str, set[str]] = {name: set() for name in SECTIONS}
+    for sections in summaries:
+        for name in SECTIONS:
+            for item in sections.get(name, ()):
+                if item in seen[name]:
+                    continue
+                if name == "Identifiers" and len(out[name]) >= MAX_MERGED_IDENTIFIERS:
+                    break
+                seen[name].add(item)
+                out[name].append(item)
+    return {name: tuple(items) for name, items in out.items()}
 
 
 def render_sections(sections: Mapping[str, Sequence[str]]) -> str:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxfold.messages import Message
 
 Tier = Literal["turns", "summaries", "steps", "task-summaries", "range"]
+
+Sections = Mapping[str, Sequence[str]]
+"""A summary as data: section name (``"Objective"``, ``"Decisions"``, ``"Work done"``,
+``"Identifiers"``, ``"Outstanding"``) to its items, in order."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,20 @@ class SummaryRequest:
       they must survive verbatim.
     - `max_tokens`: how long the summary may be, in tokens.
     - `tier`: which round of the ladder asked (oldest turns, old summaries, old steps, ...).
-    - `tokens`: the size of the stretch, in tokens, as the compactor counted it.
+    - `tokens`: the size of the stretch as it stands in the view, in tokens, as the compactor
+      counted it: what the summary replaces.
+    - `previous`: the sections of the earlier summaries in the stretch, merged section by
+      section (objectives and identifiers united, decisions and work appended), as data; None
+      when the stretch holds none or the request was built without them. A summarizer updates
+      these rather than summarizing the summaries' text again; the record then shows each
+      earlier summary as a pointer to them.
+    - `read_tokens`: tokens of what the summarizer reads: the original messages (masks undone)
+      and the earlier summaries, as the compactor counted them; 0 when not counted (then
+      `tokens` stands for it).
+
+    `messages` are the stretch as it was logged, masks undone (a cleared tool result is read
+    with its full output), redacted when a redactor is configured; earlier summaries and notes
+    stay themselves.
     """
 
     messages: tuple[Message, ...]
@@ -37,6 +54,8 @@ class SummaryRequest:
     max_tokens: int = 1024
     tier: Tier = "turns"
     tokens: int = 0
+    previous: Sections | None = None
+    read_tokens: int = 0
 
     @property
     def prompt(self) -> str:

@@ -20,6 +20,10 @@ from ctxfold.tokens.catalog import lookup
 RESERVE_CAP = 20_000
 """Most tokens reserved for the reply when the model's max output is larger (or unknown)."""
 
+USER_WORDS_CAP = 20_000
+"""The most tokens of the user's own messages kept verbatim by default (see
+`Budget.user_words_tokens`)."""
+
 RESERVE_FLOOR = 1_024
 """Fewest tokens reserved by default, unless the window is too small for that (see
 `Budget.reserve_tokens`)."""
@@ -59,6 +63,11 @@ class Budget:
     min_messages: int = 6
     """A history with fewer messages than this is never compacted, and the verbatim recent tail
     keeps at least this many messages whenever the target allows (default 6 messages)."""
+    keep_user_tokens: int | None = None
+    """Tokens of the user's own messages (the task and every later instruction) that no
+    strategy summarizes or drops. Default None: the smaller of 20,000 tokens and half the
+    target (see `user_words_tokens`); 0 gives the user's words no more protection than any
+    other message (the current request stays pinned either way)."""
 
     def __post_init__(self) -> None:
         if not _is_int(self.window) or self.window <= 0:
@@ -75,6 +84,8 @@ class Budget:
         _check_int("keep_recent_tokens", self.keep_recent_tokens, minimum=0, unit="tokens")
         _check_int("keep_count", self.keep_count, minimum=0, unit="messages")
         _check_int("keep_steps", self.keep_steps, minimum=0, unit="steps")
+        if self.keep_user_tokens is not None:
+            _check_int("keep_user_tokens", self.keep_user_tokens, minimum=0, unit="tokens")
         _check_int("min_messages", self.min_messages, minimum=0, unit="messages")
         if self.trigger is not None and (not _is_number(self.trigger) or not 0 < self.trigger <= 1):
             raise BudgetError(f"trigger must be a fraction in (0, 1], not {self.trigger!r}")
@@ -155,6 +166,18 @@ class Budget:
         return min(self.keep_recent_tokens, self.target_tokens // 2)
 
     @property
+    def user_words_tokens(self) -> int:
+        """The bound on the user's words kept verbatim, in tokens: `keep_user_tokens`, or by
+        default the smaller of 20,000 and half the target.
+
+        >>> Budget(window=16_000).user_words_tokens, Budget(window=200_000).user_words_tokens
+        (3200, 20000)
+        """
+        if self.keep_user_tokens is not None:
+            return self.keep_user_tokens
+        return user_words_bound(self.target_tokens)
+
+    @property
     def trigger_tokens(self) -> int:
         """The estimate, in tokens, at which compaction starts."""
         if self.trigger is not None:
@@ -171,6 +194,12 @@ class Budget:
     def should_compact(self, estimate: int) -> bool:
         """True once the estimate has reached the trigger point."""
         return estimate >= self.trigger_tokens
+
+
+def user_words_bound(target: int) -> int:
+    """The default bound on the user's words kept verbatim, for a target of `target` tokens:
+    the smaller of 20,000 tokens and half the target."""
+    return min(USER_WORDS_CAP, max(0, target) // 2)
 
 
 def _is_int(value: object) -> bool:

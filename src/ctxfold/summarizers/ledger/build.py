@@ -125,7 +125,7 @@ class _Builder:
             self.first_seq = seq
         self.last_seq = seq
         if message.role == "user":
-            if self.task is None and _is_request(message.text):
+            if self.task is None and is_request(message.text):
                 self.task = Task(seq, message.text)
         elif message.role == "assistant":
             self.decisions += decisions_of(seq, message.text)
@@ -348,7 +348,9 @@ def _key(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _is_request(text: str) -> bool:
+def is_request(text: str) -> bool:
+    """Whether a user message's `text` is a real request: not empty, not a note ctxfold wrote,
+    and not a harness's demonstration of how to use its interface."""
     stripped = text.strip()
     return (
         bool(stripped)

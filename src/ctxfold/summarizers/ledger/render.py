@@ -6,15 +6,17 @@ break the section's layout. The user's request is shown in a fenced block, verba
 bound; decisions are the agent's own sentences.
 
 When everything does not fit, entries go in this order: read-only files first, then files that
-were created and deleted again, then old plan steps, lookups (reads, searches, get_… tools),
-resolved errors and older test runs, then old commands that acted, then stated decisions, the
-latest run of each test and the task; an entry is shortened before it is dropped. Files changed
-and errors still open are the last to go. A closing line says how many entries were left out and
+were created and deleted again, then old plan steps, lookups (reads, searches, get_… tools) and
+older test runs, then old commands that acted, then resolved errors (each names a failure the
+work went through, and the run that fixed it), then stated decisions, the latest run of each
+test and the task; an entry is shortened before it is dropped. Files changed and errors still
+open are the last to go. A closing line says how many entries were left out and
 that they can be recalled from the log.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +24,9 @@ from dataclasses import dataclass
 from ctxfold.errors import ConfigurationError
 from ctxfold.summarizers.identifiers import approximate_tokens
 from ctxfold.summarizers.ledger.values import Command, ErrorEntry, FileEntry, Ledger
+from ctxfold.summarizers.record import LEDGER_HEADING
 
-HEADING = "## Work ledger"
+HEADING = LEDGER_HEADING
 _SECTIONS = (
     "Task",
     "Files changed",
@@ -182,7 +185,7 @@ def _error_entry(error: ErrorEntry) -> _Entry:
     after = f"; succeeded later (log {error.resolved_seq})"
     line = f"- {_command_text(command)} ({where}): {_code(message)}{after}"
     short = f"- {_code(_clip(command.text, 60))} ({where}){after}"
-    return _Entry("Errors resolved", (seq,), (5, -seq), line, short)
+    return _Entry("Errors resolved", (seq,), (3, 1, -seq), line, short)
 
 
 def _test_line(command: Command) -> str:
@@ -342,11 +345,9 @@ def _escape(text: str) -> str:
 
 
 def _longest_run(text: str, char: str) -> int:
-    longest = current = 0
-    for c in text:
-        current = current + 1 if c == char else 0
-        longest = max(longest, current)
-    return longest
+    if char not in text:
+        return 0
+    return max(len(run) for run in re.findall(f"{re.escape(char)}+", text))
 
 
 def _clip(text: str, limit: int) -> str:

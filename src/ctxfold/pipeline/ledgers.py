@@ -1,0 +1,193 @@
+"""The work ledger of a view, for the newest summary: read off the originals, merged with the
+ledgers earlier compactions recorded, never taken from a summary's prose.
+
+Each compaction records the ledger of what its message stands for (`Compaction.ledger`, carried
+on the projected item as `Item.ledger`). So the ledger of any stretch of the view is the merge,
+in order, of the ledgers of its items: an original message is read afresh (masks undone,
+redacted when a redactor is configured), a summary or a note brings the ledger its compaction
+recorded (a log written before ledgers were recorded brings none). Merging is structural and
+associative (`ctxfold.summarizers.ledger.merge`), so ten compactions in a row lose no entry
+(`ledger-in-newest-summary`).
+
+The rendered ``## Work ledger`` section goes into the summary that stands last in the view, and
+holds the ledger of everything up to its end; a summary written before it in the view no longer
+needs its own copy (`strip_ledger`). A summary of a stretch too short to hold the whole ledger
+as well as the summary before it does gets a ``## Work ledger, continued`` section instead: the
+ledger of its own stretch, which the next summary to combine them merges in.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.messages import Message
+from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers.ledger import Ledger, build_ledger, from_data, merge, render, to_data
+from ctxfold.summarizers.ledger.render import HEADING
+from ctxfold.summarizers.redact import redact_messages
+
+SECTION_BREAK = f"\n\n{HEADING}"
+"""Where a summary's ledger section begins: it is always the summary's last section."""
+CONTINUED = f"{HEADING}, continued"
+"""The heading of a section that holds the ledger of its summary's own stretch only."""
+_WHOLE = re.compile(rf"\n\n{re.escape(HEADING)}(?=\n| \()")
+_LEFT_OUT = re.compile(r"^\[[\d,]+ more (?:ledger entries were left out|in log)", re.MULTILINE)
+
+
+def stretch_ledger(view: WorkingView, start: int, end: int) -> Ledger:
+    """The ledger of what view positions `[start, end)` stand for (see the module docstring)."""
+    out = Ledger()
+    for index in range(start, end):
+        try:
+            out = merge(out, item_ledger(view, index))
+        except InvalidInputError:
+            # A recorded ledger that overlaps what comes after it (a log edited by hand) is
+            # derived data: leaving it out costs ledger entries, never the compaction.
+            continue
+    return out
+
+
+def ledger_through(view: WorkingView, end: int) -> Ledger:
+    """The ledger of everything before view position `end`, the system block aside."""
+    return stretch_ledger(view, view.structure().system_end, end)
+
+
+def item_ledger(view: WorkingView, index: int) -> Ledger:
+    """The ledger of the item at view position `index`: read from its original message, or the
+    one its compaction recorded."""
+    item = view.items[index]
+    if item.synthetic:
+        return _recorded(item.ledger) if item.ledger is not None else Ledger()
+    return _read(item.id, item.unmasked, view.rules.redact)
+
+
+def ledger_section(
+    view: WorkingView,
+    ledger: Ledger,
+    max_tokens: int,
+    *,
+    after: int | None = None,
+    continued: bool = False,
+) -> str:
+    """`ledger` rendered as a ``## Work ledger`` section (``## Work ledger, continued`` when
+    `continued`) of at most `max_tokens` tokens, for a summary that will stand before view
+    position `after`: "" when a summary at or after it holds the whole ledger already, or when
+    not even the heading fits. The task is left out while its message is still in the view as
+    it was sent."""
+    if after is not None and any(
+        item.kind == "summary" and holds_ledger(item.message.text) for item in view.items[after:]
+    ):
+        return ""
+    if max_tokens <= 0:
+        return ""
+    task = ledger.task
+    if task is not None and any(
+        item.id == task.seq and item.original is None and not item.synthetic for item in view.items
+    ):
+        ledger = replace(ledger, task=None)
+    text = render(ledger, max_tokens, view.count_text)
+    if not text.startswith(HEADING):
+        return ""
+    return CONTINUED + text[len(HEADING) :] if continued else text
+
+
+def ledger_data(ledger: Ledger) -> dict[str, Any]:
+    """`ledger` as the JSON data a compaction records. The data is remembered as standing for
+    `ledger`, so that the item it lands on is not parsed back at the next compaction."""
+    data = to_data(ledger)
+    _LEDGERS.get(data, None, 0, lambda: ledger)
+    return data
+
+
+def strip_ledger(text: str) -> str:
+    """`text` (a summary, framed or not) without its ledger section, whole or continued."""
+    at = text.find(SECTION_BREAK)
+    return text if at < 0 else text[:at].rstrip()
+
+
+def holds_ledger(text: str) -> bool:
+    """Whether a summary's `text` holds the whole ledger (not a continued section)."""
+    return _WHOLE.search(text) is not None
+
+
+def holds_any_ledger(text: str) -> bool:
+    """Whether a summary's `text` holds a ledger section, whole or continued."""
+    return SECTION_BREAK in text
+
+
+def section_of(text: str) -> str:
+    """The ledger section of a summary's `text` ("" when it has none)."""
+    at = text.find(SECTION_BREAK)
+    return "" if at < 0 else text[at:].strip()
+
+
+def complete(section: str) -> bool:
+    """Whether a rendered section left no entry out."""
+    return _LEFT_OUT.search(section) is None
+
+
+def holder(view: WorkingView, outside: tuple[int, int] = (0, 0)) -> int | None:
+    """The position of the last summary holding the whole ledger, outside `[start, end)`."""
+    start, end = outside
+    found = None
+    for index, item in enumerate(view.items):
+        if start <= index < end:
+            continue
+        if item.kind == "summary" and holds_ledger(item.message.text):
+            found = index
+    return found
+
+
+# -- caches ----------------------------------------------------------------------------------
+class _Cache:
+    """The last `maxsize` ledgers read, keyed by the identity of what they were read from (a
+    message, or recorded data) and of the redactor; each entry keeps those objects alive, so
+    an id cannot be reused while it is cached. Compactors may run in several threads."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[tuple[int, int, int], tuple[object, object, Ledger]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, source: object, extra: object, seq: int, make: Callable[[], Ledger]) -> Ledger:
+        key = (id(source), id(extra), seq)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is source and entry[1] is extra:
+                self._entries.move_to_end(key)
+                return entry[2]
+        made = make()
+        with self._lock:
+            self._entries[key] = (source, extra, made)
+            if len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return made
+
+
+_LEDGERS = _Cache(maxsize=65_536)
+
+
+def _read(seq: int, message: Message, redact: Callable[[str], str] | None) -> Ledger:
+    def make() -> Ledger:
+        text = redact_messages([message], redact)[0] if redact else message
+        return build_ledger([(seq, text)])
+
+    return _LEDGERS.get(message, redact, seq, make)
+
+
+def _recorded(data: Mapping[str, Any]) -> Ledger:
+    def make() -> Ledger:
+        try:
+            return from_data(data)
+        except InvalidInputError:
+            return Ledger()  # unreadable derived data: the entries go, the compaction does not
+
+    return _LEDGERS.get(data, None, 0, make)
