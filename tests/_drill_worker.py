@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 import time
 
-from ctxfold import Budget, Compactor, ConflictError, Message, NewEvent, ToolCall
+from ctxfold import Budget, Compactor, ConflictError, Message, ToolCall
+from ctxfold.events import NewEvent
 from ctxfold.storage import open_store
 
 

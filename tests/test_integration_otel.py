@@ -11,9 +11,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from ctxfold import Budget, Compactor, MemoryStore, Message, SummaryResult
+from ctxfold import Budget, Compactor, MemoryStore, Message
 from ctxfold.integrations.otel import SPAN_NAME, CompactionTracer
 from ctxfold.session import Session
+from ctxfold.summarizers import SummaryResult
 from ctxfold.testing import FixedCounter, FunctionSummarizer
 
 

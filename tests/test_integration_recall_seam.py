@@ -23,7 +23,7 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ctxfold import MemoryStore, Recall, recall_tool
+from ctxfold import MemoryStore, recall_tool
 from ctxfold.errors import ConfigurationError
 from ctxfold.events import Compaction, NewEvent
 from ctxfold.integrations import RecallTool
@@ -32,6 +32,7 @@ from ctxfold.integrations.openai_agents import CtxfoldSession
 from ctxfold.integrations.pydantic_ai import CtxfoldCapability
 from ctxfold.messages import Message
 from ctxfold.session import Session
+from ctxfold.session.recall import Recall
 from tests.test_integration_langchain import ScriptedChat
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import ctxfold
 from _cli import run_cli
+from ctxfold.compactor import Compacted
 from ctxfold.messages import Message, read_jsonl, validate, write_jsonl
 from ctxfold.messages.frames import frame_kind
 from ctxfold.pipeline import Pipeline, SlidingWindow, Summarize
@@ -38,8 +39,8 @@ def task_history(steps: int = 8) -> list[Message]:
     return messages
 
 
-def compact(messages: list[Message], target: int, summarizer: object) -> ctxfold.Compacted:
-    return ctxfold.compact(
+def compact(messages: list[Message], target: int, summarizer: object) -> Compacted:
+    return ctxfold.compact_messages(
         messages,
         BUDGET,
         pipeline=Pipeline([Summarize()]),
@@ -97,12 +98,12 @@ def test_a_note_fed_back_is_read_as_a_note() -> None:
     """A sliding-window note in a list is ctxfold's own note: compacting again may drop it
     with its neighbours, and it never passes for the user's request."""
     messages = [SYSTEM, TASK, *[m for n in range(8) for m in step(f"c{n}", 600)]]
-    first = ctxfold.compact(
+    first = ctxfold.compact_messages(
         messages, BUDGET, pipeline=Pipeline([SlidingWindow()]), counter=COUNTER, target=2500
     )
     notes = [m for m in first.messages if frame_kind(m) == "note"]
     assert len(notes) == 1
-    second = ctxfold.compact(
+    second = ctxfold.compact_messages(
         first.messages + step("c8", 600),
         BUDGET,
         pipeline=Pipeline([SlidingWindow()]),
@@ -164,7 +165,7 @@ def test_a_raise_in_a_later_round_keeps_the_rounds_that_worked() -> None:
         messages += step(f"o{turn}a", 600) + step(f"o{turn}b", 600)
     messages += [Message("user", "Now the current task."), *step("now", 50)]
     # One old turn per round, so that the second round is a second call.
-    out = ctxfold.compact(
+    out = ctxfold.compact_messages(
         messages,
         BUDGET,
         pipeline=Pipeline([Summarize(max_stretch_tokens=1300)]),

@@ -85,7 +85,9 @@ def test_compact_sends_neither_the_system_block_nor_the_current_request(
     prompt or the user's current request, and the summary lands in their place."""
     current = "Now make the report command print totals per customer."
     history = [*generate(seed=4, steps=30), Message("user", current)]
-    out = ctxfold.compact(history, Budget(window=WINDOW), summarizer=summarizer_for(server))
+    out = ctxfold.compact_messages(
+        history, Budget(window=WINDOW), summarizer=summarizer_for(server)
+    )
     assert server.requests
     for sent in server.requests:
         assert SYSTEM_PROMPT not in sent.system + sent.user
@@ -105,7 +107,7 @@ def test_a_failing_llm_summarizer_falls_back_to_the_extractive_one(
     server.mode = "error"
     history = [*generate(seed=4, steps=30), Message("user", "carry on")]
     summarizer = FallbackSummarizer(summarizer_for(server))
-    out = ctxfold.compact(history, Budget(window=WINDOW), summarizer=summarizer)
+    out = ctxfold.compact_messages(history, Budget(window=WINDOW), summarizer=summarizer)
     assert server.requests
     assert out.report.landed and out.report.fits
     assert any("InternalServerError" in note for note in out.report.notes)

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from ctxfold import Recall, Recalled, UnknownRefError, recall_tool
+from ctxfold import recall_tool
 from ctxfold.compactor import Compactor
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import InvalidInputError, UnknownRefError
 from ctxfold.events import Compaction, Mask, MaskedItem, NewEvent
 from ctxfold.messages import Message, ToolCall
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.session import Session
-from ctxfold.session.recall import parse_ref
+from ctxfold.session.recall import Recall, Recalled, parse_ref
 from ctxfold.storage import MemoryStore, StoreBase, open_store
 from ctxfold.summarizers import SummaryRequest
 from ctxfold.testing.counters import FixedCounter

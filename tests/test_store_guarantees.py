@@ -252,7 +252,7 @@ def test_a_lost_snapshot_table_costs_nothing_but_the_snapshot(
 
 def test_every_store_is_one_base_class() -> None:
     """`EventStore` is the same class as `StoreBase`: one seam for every store."""
-    from ctxfold import EventStore
+    from ctxfold.storage import EventStore
 
     assert EventStore is StoreBase
     for url in ("memory://", "sqlite:///:memory:"):

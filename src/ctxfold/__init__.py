@@ -10,30 +10,17 @@ resort) brings the projection back under budget.
 """
 
 from ctxfold._version import __version__
-from ctxfold.compactor import (
-    Compacted,
-    CompactionContext,
-    CompactionReport,
-    CompactionStart,
-    Compactor,
-    Trim,
-    acompact_messages,
-    compact_messages,
-)
+from ctxfold.compactor import CompactionReport, Compactor, acompact_messages, compact_messages
 from ctxfold.errors import (
     BudgetError,
     ConflictError,
     CtxfoldError,
     InvalidHistoryError,
     InvalidInputError,
-    MissingDependencyError,
     SummarizerError,
-    UnknownRefError,
 )
-from ctxfold.events import Event, NewEvent
 from ctxfold.messages import (
     Message,
-    Problem,
     ToolCall,
     from_anthropic,
     from_openai,
@@ -48,85 +35,49 @@ from ctxfold.messages import (
 from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import (
     ClearToolResults,
-    CollapseRepeats,
     Pipeline,
-    ShortenUserMessages,
     SlidingWindow,
-    Strategy,
     Summarize,
     TruncateToolResults,
 )
-from ctxfold.protocols import TokenCounter
-from ctxfold.session import AsyncSession, Item, Session
-from ctxfold.session.recall import Recall, Recalled, recall_tool
-from ctxfold.storage import EventStore, MemoryStore, PostgresStore, SQLiteStore, open_store
-from ctxfold.summarizers import (
-    ExtractiveSummarizer,
-    FallbackSummarizer,
-    SummaryRequest,
-    SummaryResult,
-    redact_secrets,
-)
-from ctxfold.tokens import Budget, HeuristicCounter, ModelInfo, Tally, TiktokenCounter, counter
+from ctxfold.session import AsyncSession, Session
+from ctxfold.session.recall import recall_tool
+from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
+from ctxfold.summarizers import ExtractiveSummarizer, FallbackSummarizer, redact_secrets
+from ctxfold.tokens import Budget
 
-compact = compact_messages
-"""`ctxfold.compact(messages, budget, ...)`: compact a plain list; see `compact_messages`."""
-acompact = acompact_messages
-
-
+# What a user writes in an agent loop. Everything else is public in its own package, one name
+# per thing: ctxfold.compactor (Compacted, CompactionContext, Trim, Background), ctxfold.events,
+# ctxfold.pipeline (Strategy and every rung), ctxfold.session (Item, recall), ctxfold.storage,
+# ctxfold.summarizers (SummaryRequest, the LLM summarizers), ctxfold.tokens (counters, Tally,
+# the model catalog), ctxfold.errors (the whole error tree), ctxfold.testing.
 __all__ = [
     "AsyncSession",
     "Budget",
     "BudgetError",
     "ClearToolResults",
-    "CollapseRepeats",
-    "Compacted",
-    "CompactionContext",
     "CompactionReport",
-    "CompactionStart",
     "Compactor",
     "ConflictError",
     "CtxfoldError",
-    "Event",
-    "EventStore",
     "ExtractiveSummarizer",
     "FallbackSummarizer",
-    "HeuristicCounter",
     "InvalidHistoryError",
     "InvalidInputError",
-    "Item",
     "MemoryStore",
     "Message",
-    "MissingDependencyError",
-    "ModelInfo",
-    "NewEvent",
     "Pipeline",
     "PostgresStore",
-    "Problem",
-    "Recall",
-    "Recalled",
     "SQLiteStore",
     "Session",
-    "ShortenUserMessages",
     "SlidingWindow",
-    "Strategy",
     "Summarize",
     "SummarizerError",
-    "SummaryRequest",
-    "SummaryResult",
-    "Tally",
-    "TiktokenCounter",
-    "TokenCounter",
     "ToolCall",
-    "Trim",
     "TruncateToolResults",
-    "UnknownRefError",
     "__version__",
-    "acompact",
     "acompact_messages",
-    "compact",
     "compact_messages",
-    "counter",
     "from_anthropic",
     "from_openai",
     "is_context_overflow",

@@ -146,10 +146,10 @@ class RecallTool(Protocol):
     """The seam through which an integration offers recall to the model as a tool.
 
     Recall itself (reading back what the projection no longer shows) is not part of the
-    integrations; an object with this shape is (`ctxfold.Recall`, which ``recall=True`` picks,
-    or one of the application's own). Each integration turns it into that framework's
-    own tool form (a `FunctionTool`, a LangChain `StructuredTool`, a pydantic-ai `Tool`) bound to
-    the conversation's session, and the model calls it like any other tool.
+    integrations; an object with this shape is (`ctxfold.session.recall.Recall`, which
+    ``recall=True`` picks, or one of the application's own). Each integration turns it into that
+    framework's own tool form (a `FunctionTool`, a LangChain `StructuredTool`, a pydantic-ai `Tool`)
+    bound to the conversation's session, and the model calls it like any other tool.
 
     - `name`, `description`: what the model is told.
     - `parameters`: the JSON schema of the arguments (an ``"object"`` schema).
@@ -165,7 +165,8 @@ class RecallTool(Protocol):
 
 def check_recall(recall: object) -> RecallTool | None:
     """`recall` if it has the `RecallTool` shape; ctxfold's own recall tool
-    (`ctxfold.Recall`) for True; None for None or False; anything else is an error."""
+    (`ctxfold.session.recall.Recall`) for True; None for None or False; anything else is an
+    error."""
     if recall is None or recall is False:
         return None
     if recall is True:

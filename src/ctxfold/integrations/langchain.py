@@ -71,8 +71,8 @@ class CtxfoldMiddleware(AgentMiddleware):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (still logged, never compacted).
-    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool for the agent, or
-      pass a `RecallTool` of your own.
+    - `recall`: True registers ctxfold's recall (`ctxfold.session.recall.Recall`) as a tool for the
+      agent, or pass a `RecallTool` of your own.
 
     Each thread id (``config["configurable"]["thread_id"]``, so run the agent with a
     checkpointer) is one ctxfold session of the same id. Messages are matched to the log by

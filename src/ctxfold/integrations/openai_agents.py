@@ -83,8 +83,8 @@ class CtxfoldSession:
       ``ctxfold`` CLI reads), so ``ctxfold sessions log <id>`` shows the agent's history.
     - `compactor`: keeps the projection within its budget before every model call; or pass
       `budget` for a default compactor. With neither, the model sees the projection as it stands.
-    - `recall`: True offers ctxfold's recall (`ctxfold.Recall`) to the model, or pass a
-      `RecallTool` of your own (see `recall_tool`).
+    - `recall`: True offers ctxfold's recall (`ctxfold.session.recall.Recall`) to the model, or pass
+      a `RecallTool` of your own (see `recall_tool`).
 
     >>> import asyncio
     >>> from ctxfold import MemoryStore

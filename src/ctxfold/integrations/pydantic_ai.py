@@ -68,8 +68,8 @@ class CtxfoldCapability(AbstractCapability[Any]):
     - `store`: where the logs live; None opens SQLite at ctxfold's default path.
     - `budget`, or `compactor` for full control: when and how far to compact. With neither the
       model sees the projection as it stands (logged, never compacted).
-    - `recall`: True registers ctxfold's recall (`ctxfold.Recall`) as a tool, or pass a
-      `RecallTool` of your own.
+    - `recall`: True registers ctxfold's recall (`ctxfold.session.recall.Recall`) as a tool, or pass
+      a `RecallTool` of your own.
 
     Each conversation id (``agent.run(..., conversation_id=...)``, or carried on the message
     history) is one ctxfold session of the same id. Messages are matched to the log by their
