@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from ctxfold.events import COMPACTION, NewEvent
 from ctxfold.messages import Message, ToolCall
 
 SYSTEM_PROMPT = "You are a careful coding agent."
@@ -50,3 +51,31 @@ def agent_history(
     for s in range(task_steps):
         messages += step(f"now{s}", output_words)
     return messages
+
+
+def coding_conversation() -> list[Message]:
+    """A short coding-agent exchange: a task, a failing test run, a fix, a second request and
+    an edit. Eight messages, two tool calls (`c1`, `c2`)."""
+    return [
+        Message("system", "You are a coding agent."),
+        Message("user", "Fix the failing test in tests/test_io.py"),
+        Message("assistant", None, (ToolCall("c1", "bash", '{"cmd": "pytest -x"}'),)),
+        Message("tool", "FAILED tests/test_io.py::test_read - KeyError: 'mode'", tool_call_id="c1"),
+        Message("assistant", "The reader ignores the mode argument; patching src/io.py."),
+        Message("user", "Also update the changelog."),
+        Message("assistant", None, (ToolCall("c2", "edit", '{"path": "CHANGES.md"}'),)),
+        Message("tool", "edited CHANGES.md", tool_call_id="c2"),
+    ]
+
+
+def summary_event(first: int, last: int, text: str = "Summary of earlier work.") -> NewEvent:
+    """A compaction event written by hand: a summary standing for seqs `first`..`last`."""
+    return NewEvent(
+        COMPACTION,
+        {
+            "first": first,
+            "last": last,
+            "message": Message("user", text).to_dict(),
+            "kind": "summary",
+        },
+    )

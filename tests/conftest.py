@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests._stores import drop_schema, fresh_schema_name
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "data" / "transcripts"
@@ -46,3 +49,11 @@ def postgres_url() -> str:
             pytest.fail(f"CI=true but PostgreSQL at CTXFOLD_POSTGRES_URL is unreachable: {exc}")
         pytest.skip(f"PostgreSQL at CTXFOLD_POSTGRES_URL is unreachable: {exc}")
     return url
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL schema name no other test uses; the schema is dropped at teardown."""
+    name = fresh_schema_name()
+    yield name
+    drop_schema(postgres_url, name)

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import pytest
 
 from ctxfold import Message, is_valid
 from ctxfold.storage import open_store
+from tests._stores import SHARED_KINDS, empty_store_url
 
 pytestmark = pytest.mark.slow
 
@@ -145,19 +145,9 @@ def unacknowledged(worker: Worker) -> str | None:
     return None
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=SHARED_KINDS)
 def drill_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'drill.db'}"
-        return
-    import psycopg
-    from psycopg import sql
-
-    base: str = request.getfixturevalue("postgres_url")
-    schema = f"test_drill_{uuid.uuid4().hex}"
-    yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from empty_store_url(request.param, request, tmp_path)
 
 
 @pytest.mark.guarantee("crash-loses-no-acknowledged-append")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,29 +47,18 @@ def test_sqlite_memory_url_is_private_and_in_memory(tmp_path: Path) -> None:
         assert isinstance(one, SQLiteStore)
 
 
-@pytest.fixture
-def fresh_schema(postgres_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    name = f"test_{uuid.uuid4().hex}"
-    yield name
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
-
-
 @pytest.mark.postgres
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
 def test_postgres_url_opens_a_store_in_the_named_schema(
-    postgres_url: str, fresh_schema: str, scheme: str
+    postgres_url: str, pg_schema: str, scheme: str
 ) -> None:
     """``postgresql://…?schema=x`` (or ``postgres://``) opens a PostgresStore in schema x."""
     url = postgres_url.replace("postgresql://", f"{scheme}://", 1)
-    with open_store(f"{url}?connect_timeout=5&schema={fresh_schema}") as store:
+    with open_store(f"{url}?connect_timeout=5&schema={pg_schema}") as store:
         assert isinstance(store, PostgresStore)
-        assert store.schema == fresh_schema
+        assert store.schema == pg_schema
         store.append("s", [NewEvent("turn")])
-    with PostgresStore(postgres_url, schema=fresh_schema) as store:
+    with PostgresStore(postgres_url, schema=pg_schema) as store:
         assert store.last_seq("s") == 1
 
 

@@ -11,32 +11,19 @@ from collections.abc import Sequence
 import pytest
 
 from ctxfold.events import MASK, NewEvent, Reset, Retraction
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore, SQLiteStore
+from tests._histories import coding_conversation, summary_event
 
 
 def conversation() -> list[Message]:
-    return [
-        Message("system", "You are a coding agent."),
-        Message("user", "Fix the failing test in tests/test_io.py"),
-        Message("assistant", None, (ToolCall("c1", "bash", '{"cmd": "pytest -x"}'),)),
-        Message("tool", "FAILED tests/test_io.py::test_read - KeyError: 'mode'", tool_call_id="c1"),
-        Message("assistant", "The reader ignores the mode argument; patching src/io.py."),
-        Message("user", "Also update the changelog."),
-    ]
+    """The first six messages of the shared coding exchange: it ends on a user request."""
+    return coding_conversation()[:6]
 
 
 def summary_of(first: int, last: int) -> NewEvent:
-    return NewEvent(
-        "compaction",
-        {
-            "first": first,
-            "last": last,
-            "message": Message("user", "Summary: the test fails on a KeyError.").to_dict(),
-            "kind": "summary",
-        },
-    )
+    return summary_event(first, last, "Summary: the test fails on a KeyError.")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,30 +26,15 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget, counter
 from tests._histories import agent_history
+from tests._stores import ALL_KINDS, empty_store_url
 
 COUNTER = FixedCounter()
 
 
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ALL_KINDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL to an empty store of each kind: memory, a SQLite file, a fresh PostgreSQL schema."""
-    if request.param == "memory":
-        yield "memory://"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'events.db'}"
-    else:
-        base: str = request.getfixturevalue("postgres_url")
-        schema = f"test_recall_{uuid.uuid4().hex}"
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-        _drop_schema(base, schema)
+    yield from empty_store_url(request.param, request, tmp_path)
 
 
 @pytest.fixture

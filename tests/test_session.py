@@ -16,35 +16,14 @@ import pytest
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import COMPACTION, MASK, Event, NewEvent
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.tokens import HeuristicCounter
+from tests._histories import coding_conversation, summary_event
 
-
-def conversation() -> list[Message]:
-    return [
-        Message("system", "You are a coding agent."),
-        Message("user", "Fix the failing test in tests/test_io.py"),
-        Message("assistant", None, (ToolCall("c1", "bash", '{"cmd": "pytest -x"}'),)),
-        Message("tool", "FAILED tests/test_io.py::test_read - KeyError: 'mode'", tool_call_id="c1"),
-        Message("assistant", "The reader ignores the mode argument; patching src/io.py."),
-        Message("user", "Also update the changelog."),
-        Message("assistant", None, (ToolCall("c2", "edit", '{"path": "CHANGES.md"}'),)),
-        Message("tool", "edited CHANGES.md", tool_call_id="c2"),
-    ]
-
-
-def summary(first: int, last: int, text: str = "Summary of earlier work.") -> NewEvent:
-    return NewEvent(
-        COMPACTION,
-        {
-            "first": first,
-            "last": last,
-            "message": Message("user", text).to_dict(),
-            "kind": "summary",
-        },
-    )
+conversation = coding_conversation
+summary = summary_event
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,29 +23,17 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
 from tests._histories import agent_history
+from tests._stores import ALL_KINDS, empty_store_url
 
 GUARD = 10.0
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ALL_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreBase]:
     """An empty store of each kind: memory, a SQLite file, a fresh PostgreSQL schema."""
-    if request.param == "memory":
-        url, base, schema = "memory://", "", None
-    elif request.param == "sqlite":
-        url, base, schema = f"sqlite:///{tmp_path / 'events.db'}", "", None
-    else:
-        base = request.getfixturevalue("postgres_url")
-        schema = f"test_watch_{uuid.uuid4().hex}"
-        url = f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    with open_store(url) as opened:
-        yield opened
-    if schema is not None:
-        import psycopg
-        from psycopg import sql
-
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    for url in empty_store_url(request.param, request, tmp_path):
+        with open_store(url) as opened:
+            yield opened
 
 
 def _agent_and_compactor(store: StoreBase, turns: int) -> None:

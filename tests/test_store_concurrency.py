@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,24 +21,15 @@ import pytest
 from ctxfold.errors import ConflictError
 from ctxfold.events import NewEvent
 from ctxfold.storage import open_store
+from tests._stores import SHARED_KINDS, empty_store_url
 
 SPAWN = multiprocessing.get_context("spawn")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=SHARED_KINDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL to an empty store that other processes can open: a SQLite file or a fresh schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'events.db'}"
-        return
-    import psycopg
-    from psycopg import sql
-
-    base: str = request.getfixturevalue("postgres_url")
-    schema = f"test_{uuid.uuid4().hex}"
-    yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from empty_store_url(request.param, request, tmp_path)
 
 
 def _append_many(url: str, worker: int, count: int, barrier: Any) -> None:

@@ -22,40 +22,21 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.events import NewEvent
 from ctxfold.messages import Message
 from ctxfold.storage import MAX_SESSION_ID_BYTES, StoreBase, open_store
+from tests._stores import ALL_KINDS, SHARED_KINDS, drop_schema, empty_store_url
 
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if kind == "memory":
-        yield "memory://"
-    elif kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'events.db'}"
-    else:
-        base: str = request.getfixturevalue("postgres_url")
-        schema = f"test_{uuid.uuid4().hex}"
-        yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-        _drop_schema(base, schema)
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ALL_KINDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL to an empty store: memory, a SQLite file, or a fresh PostgreSQL schema."""
-    yield from _url(request.param, request, tmp_path)
+    yield from empty_store_url(request.param, request, tmp_path)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=SHARED_KINDS)
 def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL to an empty store that other processes and connections can open too."""
-    yield from _url(request.param, request, tmp_path)
-
-
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from empty_store_url(request.param, request, tmp_path)
 
 
 def _message(text: str) -> NewEvent:
@@ -212,7 +193,7 @@ def test_a_postgres_schema_from_before_search_is_indexed_when_opened(postgres_ur
             assert sorted(h.seq for h in store.search("old", "staging-7")) == [1, 3]
             assert [h.seq for h in store.search("old", "kubectl_apply")] == [3]
     finally:
-        _drop_schema(postgres_url, schema)
+        drop_schema(postgres_url, schema)
 
 
 def _drop_snapshot_table(store_url: str) -> None:

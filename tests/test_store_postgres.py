@@ -6,7 +6,6 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,15 +18,9 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def schema(postgres_url: str) -> Iterator[str]:
-    """A schema name no other test uses; the schema is dropped at teardown."""
-    import psycopg
-    from psycopg import sql
-
-    name = f"test_{uuid.uuid4().hex}"
-    yield name
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+def schema(pg_schema: str) -> str:
+    """A schema name no other test uses; dropped at teardown."""
+    return pg_schema
 
 
 class TestPostgres(EventStoreContract):

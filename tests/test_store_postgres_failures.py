@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,14 +24,9 @@ PASSWORD = "s3cret-Pa55word"
 
 
 @pytest.fixture
-def schema(postgres_url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    name = f"test_{uuid.uuid4().hex}"
-    yield name
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+def schema(pg_schema: str) -> str:
+    """A schema name no other test uses; dropped at teardown."""
+    return pg_schema
 
 
 def _with_param(url: str, key: str, value: str) -> str:
