@@ -496,7 +496,7 @@ class Unreadable(MemoryStore):
 def test_the_first_read_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
     """A cold start holds the cyclic collector off while it builds the projection, and gives it
     back as it was: on when it was on, off when the application had turned it off, even when
-    the read fails."""
+    the read fails; objects the application froze stay frozen."""
     import gc
 
     with SQLiteStore(tmp_path / "gc.db") as store:
@@ -511,5 +511,15 @@ def test_the_first_read_leaves_the_garbage_collector_as_it_found_it(tmp_path: Pa
             with pytest.raises(OSError):
                 Unreadable().session("g").messages()
             assert gc.isenabled()
+            frozen = gc.get_freeze_count()
+            if frozen == 0:
+                gc.freeze()  # what an application does before forking workers
+            try:
+                kept = gc.get_freeze_count()
+                assert len(store.session("g").messages()) == 2
+                assert gc.get_freeze_count() == kept
+            finally:
+                if frozen == 0:
+                    gc.unfreeze()
         finally:
             (gc.enable if was else gc.disable)()

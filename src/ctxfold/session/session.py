@@ -556,6 +556,13 @@ def _collector_paused() -> Iterator[None]:
         with _paused_lock:
             _paused_depth -= 1
             if _paused_depth == 0 and _paused_from_enabled:
+                # Hand what the block made to the oldest generation, where a collection meets
+                # it only when a full one is due, instead of walking it all at once in the
+                # next young collection; nothing is kept from being freed. Not when the
+                # application froze objects itself: unfreezing would undo that.
+                if gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
