@@ -279,15 +279,11 @@ class BackgroundRuns:
         def more(step: Any) -> Any:
             if isinstance(step, Measure):
                 return measure(session)
-            if isinstance(step, Look):
-                return self._look(session)
-            if isinstance(step, Forget):
-                return self._forget(session, step.run)
             if isinstance(step, Begin):
                 return self._begin_thread(session, step, edge)
             if isinstance(step, Wait):
                 return step.run.wait(step.seconds)
-            raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+            return self._slot(session, step)
 
         return run_sync(flow, edge, session, more=more)
 
@@ -303,20 +299,25 @@ class BackgroundRuns:
         async def more(step: Any) -> Any:
             if isinstance(step, Measure):
                 return await asyncio.to_thread(measure, session)
-            if isinstance(step, Look):
-                return self._look(session)
-            if isinstance(step, Forget):
-                return self._forget(session, step.run)
             if isinstance(step, Begin):
                 return self._begin_task(session, step, edge)
             if isinstance(step, Wait):
                 return await step.run.await_done(step.seconds)
-            raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+            return self._slot(session, step)
 
         answer: Callable[[Any], Awaitable[Any]] = more
         return await run_async(flow, edge, session, more=answer)
 
     # -- the slots -------------------------------------------------------------------------
+    def _slot(self, session: Session, step: Any) -> Run | None:
+        """Answer the steps both drivers answer alike: they only read or clear the slot."""
+        if isinstance(step, Look):
+            return self._look(session)
+        if isinstance(step, Forget):
+            self._forget(session, step.run)
+            return None
+        raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+
     def _look(self, session: Session) -> Run | None:
         with self._lock:
             slot = self._slots.get(id(session))

@@ -54,14 +54,12 @@ def check_session_id(session_id: object) -> str:
     """Return `session_id` when it is a usable session id, else raise InvalidInputError."""
     if not isinstance(session_id, str) or not session_id:
         raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
-    _check_storable_text(session_id, "session id")
-    _check_no_nul(session_id, "session id")
-    size = len(session_id.encode("utf-8"))
-    if size > MAX_SESSION_ID_BYTES:
-        raise InvalidInputError(
-            f"session id {_clip(session_id)!r} is {size:,} bytes long in UTF-8; the limit is "
-            f"{MAX_SESSION_ID_BYTES:,} bytes: use a shorter id (a hash of a long one works)"
-        )
+    _check_column_text(
+        session_id,
+        "session id",
+        MAX_SESSION_ID_BYTES,
+        ": use a shorter id (a hash of a long one works)",
+    )
     return session_id
 
 
@@ -70,15 +68,21 @@ def check_idempotency_key(key: object, session_id: str) -> str:
     what = f"session {_clip(session_id)!r}: idempotency_key"
     if not isinstance(key, str) or not key:
         raise InvalidInputError(f"{what} must be a non-empty string, not {key!r}")
-    _check_storable_text(key, what)
-    _check_no_nul(key, what)
-    size = len(key.encode("utf-8"))
-    if size > MAX_IDEMPOTENCY_KEY_BYTES:
-        raise InvalidInputError(
-            f"{what} {_clip(key)!r} is {size:,} bytes long in UTF-8; the limit is "
-            f"{MAX_IDEMPOTENCY_KEY_BYTES} bytes"
-        )
+    _check_column_text(key, what, MAX_IDEMPOTENCY_KEY_BYTES)
     return key
+
+
+def _check_column_text(text: str, what: str, limit: int, advice: str = "") -> None:
+    """What a text kept in a key column must be: valid unicode, free of NUL, at most `limit`
+    bytes in UTF-8 (`advice` ends the message that says it is longer)."""
+    _check_storable_text(text, what)
+    _check_no_nul(text, what)
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise InvalidInputError(
+            f"{what} {_clip(text)!r} is {size:,} bytes long in UTF-8; the limit is "
+            f"{limit:,} bytes{advice}"
+        )
 
 
 def check_seq(value: object, name: str) -> int:
