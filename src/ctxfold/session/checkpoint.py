@@ -157,15 +157,15 @@ def _originals(
         raise InvalidInputError("its references are not ascending seqs within the log")
     index = 0
     while index < len(wanted):
-        for event in store.stream(session_id, after=wanted[index] - 1):
-            if event.seq < wanted[index]:
+        for event_seq, event_type, data in store.stream_data(session_id, after=wanted[index] - 1):
+            if event_seq < wanted[index]:
                 continue
-            message = event.data.get("message") if event.type == MESSAGE else None
-            if event.seq > wanted[index] or not isinstance(message, dict):
+            message = data.get("message") if event_type == MESSAGE else None
+            if event_seq > wanted[index] or not isinstance(message, dict):
                 raise InvalidInputError(f"event {wanted[index]} is not a message event")
-            out[event.seq] = Message.from_dict(message)
+            out[event_seq] = Message.from_dict(message)
             index += 1
-            if index == len(wanted) or wanted[index] - event.seq > PAGE_SIZE:
+            if index == len(wanted) or wanted[index] - event_seq > PAGE_SIZE:
                 break
         else:
             raise InvalidInputError(f"event {wanted[index]} is missing from the log")
