@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ctxfold.compactor import Background, CompactionReport, Compactor
+from ctxfold.compactor import Background, CompactionReport, Compactor, Trim
 from ctxfold.events import COMPACTION, MASK, NewEvent, Reset, Retraction
 from ctxfold.messages import Message
 from ctxfold.messages.validity import validate
-from ctxfold.pipeline import Pipeline, Summarize
+from ctxfold.pipeline import ClearToolResults, Pipeline, Summarize
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest
@@ -235,6 +235,81 @@ def test_past_the_overshoot_mark_the_turn_waits_for_the_run_and_lands_it() -> No
         assert c.estimate(session) < OVERSHOOT
     assert gate.calls and all(t.startswith("ctxfold-background") for t in gate.threads)
     assert errors(session.messages()) == []
+
+
+def free_first(summarizer: Any, **kwargs: Any) -> Compactor:
+    """A compactor whose ladder clears old tool output of 500 tokens or more before it
+    summarizes: `started_session` has none, so its runs summarize."""
+    c = compactor(summarizer, **kwargs)
+    c.pipeline = Pipeline([ClearToolResults(min_tokens=500, keep_tail=False), Summarize()])
+    return c
+
+
+@pytest.mark.guarantee("background-bounded")
+def test_past_the_overshoot_mark_the_free_rungs_land_in_the_turn_without_waiting() -> None:
+    """With a run in flight and the request past the overshoot mark, the turn clears old tool
+    output at once (no summarizer call, no wait) and goes on under the mark; listeners hear of
+    what was cleared. The run, whose history changed, then lands as nothing: "stale"."""
+    gate = Gate()
+    reports: list[CompactionReport] = []
+    trims: list[Trim] = []
+    session = started_session()
+    with free_first(gate, on_report=reports.append, on_trim=trims.append) as c:
+        c.maybe_compact(session)
+        assert gate.entered.wait(10)
+        session.append([*step("big", 800), *step("next", 50)])
+        assert c.estimate(session) >= OVERSHOOT
+        report = c.maybe_compact(session)  # the gate is shut: a wait would last the test out
+        assert report is not None and report.landed and report.error is None
+        assert not gate.opened.is_set() and gate.calls == 1
+        assert c.estimate(session) < OVERSHOOT
+        assert [session.events()[s - 1].type for s in edits(session)] == [MASK]
+        assert trims and {t.strategy for t in trims} == {"clear_tool_results"}
+        gate.opened.set()
+        finish_runs()
+        for n in range(20):  # to the trigger point, where a finished run is settled
+            if c.estimate(session) >= TRIGGER:
+                break
+            session.append(step(f"late{n}", 50))
+        assert c.estimate(session) < OVERSHOOT
+        c.maybe_compact(session)
+    assert [r.outcome for r in reports] == ["landed", "stale"]
+    assert errors(session.messages()) == []
+
+
+@pytest.mark.guarantee("background-bounded")
+def test_async_checks_land_the_free_rungs_in_the_turn_too() -> None:
+    """`amaybe_compact` runs the same check: past the overshoot mark, with the task in flight,
+    the free rungs land without waiting for it."""
+
+    async def main() -> tuple[Session, CompactionReport | None, bool, int]:
+        gate = AsyncGate()
+        session = started_session()
+        async with free_first(gate) as c:
+            await c.amaybe_compact(session)
+            await asyncio.wait_for(gate.entered.wait(), 10)
+            session.append([*step("big", 800), *step("next", 50)])
+            report = await asyncio.wait_for(c.amaybe_compact(session), 10)
+            return session, report, gate.opened.is_set(), c.estimate(session)
+
+    session, report, opened, estimate = asyncio.run(main())
+    assert report is not None and report.landed and not opened
+    assert estimate < OVERSHOOT and errors(session.messages()) == []
+
+
+@pytest.mark.guarantee("trim-reported")
+def test_background_landings_tell_the_trim_listeners() -> None:
+    """A result planned in the background tells `on_trim` what it took out once it lands,
+    as a foreground run does."""
+    trims: list[Trim] = []
+    session = started_session()
+    with compactor(Gate(open=True), on_trim=trims.append) as c:
+        c.maybe_compact(session)
+        finish_runs()
+        session.append(step("late", 250))
+        report = c.maybe_compact(session)
+    assert report is not None and report.landed and report.error is None
+    assert [t.seq for t in trims] == edits(session)
 
 
 @pytest.mark.guarantee("background-bounded")

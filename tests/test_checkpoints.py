@@ -63,18 +63,25 @@ def seen(session: Session) -> dict[str, Any]:
 
 
 class Reads:
-    """Counts the events a store's `stream` hands out."""
+    """Counts the events a store's `stream` and `stream_data` hand out."""
 
     def __init__(self, store: StoreBase) -> None:
         self.count = 0
         original = store.stream
+        original_data = store.stream_data
 
         def stream(session_id: str, after: int = 0) -> Iterator[Event]:
             for event in original(session_id, after):
                 self.count += 1
                 yield event
 
+        def stream_data(session_id: str, after: int = 0) -> Iterator[tuple[int, str, Any]]:
+            for row in original_data(session_id, after):
+                self.count += 1
+                yield row
+
         store.stream = stream  # type: ignore[method-assign]
+        store.stream_data = stream_data  # type: ignore[method-assign]
 
 
 def reopened(path: Path, counter: Any = None) -> tuple[dict[str, Any], Recording, int]:

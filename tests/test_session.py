@@ -463,3 +463,42 @@ def test_a_raw_message_event_that_cannot_be_read_is_refused(
     with pytest.raises(InvalidInputError):
         session.append(NewEvent("message", data))
     assert session.store.last_seq("s1") == before
+
+
+class Unreadable(MemoryStore):
+    """A store whose log cannot be read."""
+
+    def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
+        raise OSError("the disk is gone")
+
+
+def test_the_first_read_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    """A cold start holds the cyclic collector off while it builds the projection, and gives it
+    back as it was: on when it was on, off when the application had turned it off, even when
+    the read fails; objects the application froze stay frozen."""
+    import gc
+
+    with SQLiteStore(tmp_path / "gc.db") as store:
+        store.session("g").append([Message("user", "hello"), Message("assistant", "hi")])
+        was = gc.isenabled()
+        try:
+            for enabled in (True, False):
+                (gc.enable if enabled else gc.disable)()
+                assert len(store.session("g").messages()) == 2
+                assert gc.isenabled() is enabled
+            gc.enable()
+            with pytest.raises(OSError):
+                Unreadable().session("g").messages()
+            assert gc.isenabled()
+            frozen = gc.get_freeze_count()
+            if frozen == 0:
+                gc.freeze()  # what an application does before forking workers
+            try:
+                kept = gc.get_freeze_count()
+                assert len(store.session("g").messages()) == 2
+                assert gc.get_freeze_count() == kept
+            finally:
+                if frozen == 0:
+                    gc.unfreeze()
+        finally:
+            (gc.enable if was else gc.disable)()

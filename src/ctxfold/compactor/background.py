@@ -15,11 +15,16 @@ drivers, with the marks of `Background` read from the budget at each check:
    reset landed after the history it read (outcome "stale"). A new run then starts.
 3. **No result yet at the trigger**: the turn goes on without waiting while the estimate stays
    below the overshoot mark (`Background.overshoot` of the reserve between the trigger point and
-   the window, half by default). Past that mark the turn waits for the run in flight, at most
-   `Background.wait_s` seconds, and lands it, when what that run can save is enough; if there is
-   no run, it cannot save enough (one step brought more than it will take away), it did not
-   finish in time, or landing it leaves the estimate past the mark, the turn compacts in the
-   foreground, exactly as without background. So a request never grows past the overshoot mark.
+   the window, half by default). Past that mark the turn first runs the free rungs in the
+   foreground: the pipeline's strategies before its first `Summarize` (none when the
+   compactor has an `on_compact` callback), which call no summarizer. When they land and bring
+   the estimate under the mark, the turn goes on at once; a run in flight then lands as
+   "stale", since its history changed, and the next check past the soft point starts another
+   (this one does, when none is in flight). Otherwise the turn waits for the run in flight, at
+   most `Background.wait_s` seconds, and lands it, when the free rungs landed nothing and what
+   that run can save is enough. If there is no such run, it did not finish in time, or landing
+   leaves the estimate past the mark, the turn compacts in the foreground, exactly as without
+   background. So a request never grows past the overshoot mark.
 
 Failures are reported, never lost: a run whose summarizer or callback raised, or that declined,
 is reported at the next check like a foreground run of the automatic trigger (logged, passed to
@@ -166,9 +171,11 @@ def tend(
     budget: Budget,
     settings: Callable[[], RunSettings],
     foreground: Callable[[], Generator[Any, Any, CompactionReport]],
+    free: Callable[[], Generator[Any, Any, CompactionReport]] | None = None,
 ) -> Generator[Any, Any, list[CompactionReport]]:
     """One automatic check with background runs (see the module docstring); returns the reports
-    of every run it settled, in order."""
+    of every run it settled, in order. `free` is a foreground run of the rungs that call no
+    summarizer (None when there are none)."""
     soft, trigger, overshoot = policy.marks(budget)
     reports: list[CompactionReport] = []
     estimate: int | None = yield Measure()
@@ -189,9 +196,23 @@ def tend(
         if run is None:
             yield Begin(settings(), estimate)
         return reports
-    # Past the overshoot mark a request may not go out as it stands. Waiting for the run in
-    # flight helps only if what it can save (down to the target from where it began) is enough;
-    # else the turn compacts in the foreground at once, rather than wait twice.
+    # Past the overshoot mark a request may not go out as it stands. The free rungs come first,
+    # in the turn: they take no summarizer's time, and often bring the request back under the
+    # mark, so the turn need not wait for a summary.
+    if free is not None:
+        report = yield from free()
+        if report.landed or report.error:
+            reports.append(report)
+        if report.landed:
+            estimate = yield Measure()
+            if estimate is None or estimate < overshoot:
+                if run is None and estimate is not None and estimate >= soft:
+                    yield Begin(settings(), estimate)
+                return reports
+            run = None  # its history changed under it: it can only land as "stale" now
+    # Waiting for the run in flight helps only if what it can save (down to the target from
+    # where it began) is enough; else the turn compacts in the foreground at once, rather than
+    # wait twice.
     if run is not None and not run.done:
         saving = max(0, run.estimate - budget.target_tokens)
         if estimate - saving >= overshoot:
@@ -258,15 +279,11 @@ class BackgroundRuns:
         def more(step: Any) -> Any:
             if isinstance(step, Measure):
                 return measure(session)
-            if isinstance(step, Look):
-                return self._look(session)
-            if isinstance(step, Forget):
-                return self._forget(session, step.run)
             if isinstance(step, Begin):
                 return self._begin_thread(session, step, edge)
             if isinstance(step, Wait):
                 return step.run.wait(step.seconds)
-            raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+            return self._slot(session, step)
 
         return run_sync(flow, edge, session, more=more)
 
@@ -282,20 +299,25 @@ class BackgroundRuns:
         async def more(step: Any) -> Any:
             if isinstance(step, Measure):
                 return await asyncio.to_thread(measure, session)
-            if isinstance(step, Look):
-                return self._look(session)
-            if isinstance(step, Forget):
-                return self._forget(session, step.run)
             if isinstance(step, Begin):
                 return self._begin_task(session, step, edge)
             if isinstance(step, Wait):
                 return await step.run.await_done(step.seconds)
-            raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+            return self._slot(session, step)
 
         answer: Callable[[Any], Awaitable[Any]] = more
         return await run_async(flow, edge, session, more=answer)
 
     # -- the slots -------------------------------------------------------------------------
+    def _slot(self, session: Session, step: Any) -> Run | None:
+        """Answer the steps both drivers answer alike: they only read or clear the slot."""
+        if isinstance(step, Look):
+            return self._look(session)
+        if isinstance(step, Forget):
+            self._forget(session, step.run)
+            return None
+        raise ConfigurationError(f"a background check yielded {step!r}, which nothing answers")
+
     def _look(self, session: Session) -> Run | None:
         with self._lock:
             slot = self._slots.get(id(session))

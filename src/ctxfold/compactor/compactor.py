@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from itertools import takewhile
 from typing import Any
 
 from ctxfold.compactor.background import Background, BackgroundRuns, tend
@@ -22,6 +23,7 @@ from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
+from ctxfold.pipeline.summarize import Summarize
 from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
@@ -337,11 +339,13 @@ class Compactor:
     def _tend(self, budget: Budget) -> Any:
         # Background planning runs in the automatic trigger's settings, so its failures are
         # reported, never raised (`auto-trigger-isolates-failures`).
+        free = _free_rungs(self.pipeline) if self.on_compact is None else None
         return tend(
             budget=budget,
             policy=self.background or Background(),
             settings=lambda: self._settings("threshold"),
             foreground=lambda: self._flow("threshold"),
+            free=None if free is None else lambda: self._flow("threshold", pipeline=free),
         )
 
     def _measure(self, session: Session) -> int | None:
@@ -369,6 +373,15 @@ class Compactor:
         if self.on_report is not None:
             self.on_report(report)
         return report
+
+
+def _free_rungs(pipeline: Pipeline) -> Pipeline | None:
+    """The rungs of `pipeline` before its first `Summarize` (None when there are none): what a
+    turn can run without waiting for a summarizer."""
+    free = list(
+        takewhile(lambda strategy: not isinstance(strategy, Summarize), pipeline.strategies)
+    )
+    return Pipeline(free) if free else None
 
 
 def _sync(session: Session | AsyncSession) -> Session:

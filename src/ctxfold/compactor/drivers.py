@@ -166,7 +166,7 @@ async def run_async(
     return await adrive(flow, answer_all)
 
 
-_KNOWN = (SummaryCall, CallbackCall, Started, ReadSnapshot, Append, ReadEvents)
+_KNOWN = (SummaryCall, CallbackCall, Started, Trimmed, ReadSnapshot, Append, ReadEvents)
 
 
 def is_own(step: Any) -> bool:

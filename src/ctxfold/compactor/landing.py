@@ -99,15 +99,7 @@ def compaction(
         landing = yield from _land(planned.edits, planned.base_seq)
         if landing.stored:
             report = planned.report(time.perf_counter() - started, stored=landing.stored)
-            try:
-                yield Trimmed(planned.trims(landing.stored))
-            except Exception as exc:
-                # The edits are stored already: the trigger reports the listener's failure
-                # beside the landed outcome; a manual compact raises it.
-                if settings.raise_failures:
-                    raise
-                report = replace(report, error=f"on_trim raised {type(exc).__name__}: {exc}")
-            return report
+            return (yield from _trimmed(planned, landing.stored, report, settings.raise_failures))
         why = landing.why
         if not landing.replan:
             break
@@ -145,9 +137,25 @@ def landing_of(planned: Planned, started: float) -> Generator[SessionStep, Any, 
         return planned.report(time.perf_counter() - started)
     landing = yield from _land(planned.edits, planned.base_seq)
     if landing.stored:
-        return planned.report(time.perf_counter() - started, stored=landing.stored)
+        report = planned.report(time.perf_counter() - started, stored=landing.stored)
+        return (yield from _trimmed(planned, landing.stored, report, raise_failures=False))
     outcome: Outcome = "stale" if landing.replan else "conflict"
     return planned.report(time.perf_counter() - started, outcome=outcome, error=landing.why)
+
+
+def _trimmed(
+    planned: Planned, stored: Sequence[Event], report: CompactionReport, raise_failures: bool
+) -> Generator[SessionStep, Any, CompactionReport]:
+    """Tell the `on_trim` listeners what the stored edits took out, and return `report`."""
+    try:
+        yield Trimmed(planned.trims(stored))
+    except Exception as exc:
+        # The edits are stored already: the trigger reports the listener's failure beside the
+        # landed outcome; a manual compact raises it.
+        if raise_failures:
+            raise
+        return replace(report, error=f"on_trim raised {type(exc).__name__}: {exc}")
+    return report
 
 
 def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionStep, Any, _Landing]:

@@ -43,7 +43,7 @@ class ToolCall:
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
         """Read ctxfold's own JSON shape (the inverse of `to_dict`); a field of the wrong type
         raises `InvalidInputError` naming it."""
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise InvalidInputError(f"a tool call must be an object, not {show(data)}")
         call_id, name = data.get("id"), data.get("name")
         if not isinstance(call_id, str) or not call_id:
@@ -57,7 +57,10 @@ class ToolCall:
             raise InvalidInputError(
                 f"call {call_id!r}: arguments must be a JSON string, not {show(arguments)}"
             )
-        return cls(call_id, name, arguments, extra=_extra(data.get("extra"), f"call {call_id!r}"))
+        extra = data.get("extra")
+        return cls(
+            call_id, name, arguments, {} if extra is None else _extra(extra, f"call {call_id!r}")
+        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,9 @@ class Message:
 
         Any field of the wrong type raises `InvalidInputError` naming the field and the value.
         """
-        if not isinstance(data, Mapping):
+        # `type(...) is dict` first: what a store decodes is a dict, and the ABC check costs
+        # more than the rest of a small message.
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise InvalidInputError(f"a message must be an object, not {show(data)}")
         role = data.get("role")
         if not isinstance(role, str) or role not in ROLES:
@@ -142,13 +147,14 @@ class Message:
             value = data.get(key)
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
+        extra = data.get("extra")
         return cls(
-            role=cast(Role, role),
-            content=content,
-            tool_calls=tuple(ToolCall.from_dict(c) for c in raw_calls),
-            tool_call_id=data.get("tool_call_id"),
-            name=data.get("name"),
-            extra=_extra(data.get("extra"), "the message"),
+            cast(Role, role),
+            content,
+            tuple([ToolCall.from_dict(c) for c in raw_calls]) if raw_calls else (),
+            data.get("tool_call_id"),
+            data.get("name"),
+            {} if extra is None else _extra(extra, "the message"),
         )
 
     def to_json(self) -> str:

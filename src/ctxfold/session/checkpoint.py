@@ -102,7 +102,9 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     entries = raw.get("items")
     if not isinstance(entries, list):
         raise InvalidInputError("items is not a list")
-    short = [_short(entry) for entry in entries]
+    # A reference to an original message event, ``[seq, tokens]``; checked inline, without a
+    # call per item, since a cold start reads a hundred thousand of them.
+    short = [type(e) is list and len(e) == 2 and type(e[0]) is int and e[0] >= 1 for e in entries]
     wanted = [
         entry[0]
         for entry, is_short in zip(entries, short, strict=True)
@@ -127,7 +129,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
         items.append(item)
         tokens = entry[1]
         if tokens is not None:
-            if not _count(tokens):
+            if type(tokens) is not int or tokens < 0:  # `_count`, inline
                 raise InvalidInputError(f"item {item.id} has a count of {tokens!r}")
             counts[item.id] = tokens
     ids = {item.id for item in items}
@@ -150,19 +152,20 @@ def _originals(
     """The messages of the events `wanted` (ascending seqs), reading little else: a stream opens
     at each run of them, and one stream goes on across gaps shorter than a page."""
     out: dict[int, Message] = {}
-    if any(not _seq(s) or s > seq for s in wanted) or list(wanted) != sorted(set(wanted)):
+    ascending = list(wanted) == sorted(set(wanted)) and all(type(s) is int for s in wanted)
+    if not ascending or (wanted and (wanted[0] < 1 or wanted[-1] > seq)):
         raise InvalidInputError("its references are not ascending seqs within the log")
     index = 0
     while index < len(wanted):
-        for event in store.stream(session_id, after=wanted[index] - 1):
-            if event.seq < wanted[index]:
+        for event_seq, event_type, data in store.stream_data(session_id, after=wanted[index] - 1):
+            if event_seq < wanted[index]:
                 continue
-            message = event.data.get("message") if event.type == MESSAGE else None
-            if event.seq > wanted[index] or not isinstance(message, dict):
+            message = data.get("message") if event_type == MESSAGE else None
+            if event_seq > wanted[index] or not isinstance(message, dict):
                 raise InvalidInputError(f"event {wanted[index]} is not a message event")
-            out[event.seq] = Message.from_dict(message)
+            out[event_seq] = Message.from_dict(message)
             index += 1
-            if index == len(wanted) or wanted[index] - event.seq > PAGE_SIZE:
+            if index == len(wanted) or wanted[index] - event_seq > PAGE_SIZE:
                 break
         else:
             raise InvalidInputError(f"event {wanted[index]} is missing from the log")
@@ -214,11 +217,6 @@ def _field(raw: dict[str, Any], key: str, most: int | None) -> int:
     if not _count(value) or (most is not None and value > most):
         raise InvalidInputError(f"{key} is {value!r}")
     return value
-
-
-def _short(entry: object) -> bool:
-    """True for a reference to an original message event: ``[seq, tokens]``."""
-    return type(entry) is list and len(entry) == 2 and type(entry[0]) is int and entry[0] >= 1
 
 
 def _seq(value: object) -> TypeGuard[int]:

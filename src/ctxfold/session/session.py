@@ -14,8 +14,10 @@ the synchronous one; the async class only moves it off the loop. Stores are thre
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
@@ -271,15 +273,24 @@ class Session:
         from the store's checkpoint of this session, when it has a usable one, and folds only
         what came after it (`checkpoints-are-derived`)."""
         with self._lock:
-            if not self._started:
-                self._started = True
+            if self._started:
+                self._fold_new()
+                return
+            self._started = True
+            # The first look builds the whole projection: hundreds of thousands of objects
+            # that all stay alive. The cyclic collector would walk them again and again while
+            # they are made (half the time of a cold start), and could free none of them.
+            with _collector_paused():
                 if self._state.projection.last_seq == 0:
                     loaded = checkpoint.load(self.store, self.id)
                     if loaded is not None:
                         self._state = loaded
                         self._checkpoint_seq = loaded.projection.last_seq
-            for event in self.store.stream(self.id, after=self._state.projection.last_seq):
-                self._state.fold(event)
+                self._fold_new()
+
+    def _fold_new(self) -> None:
+        for event in self.store.stream(self.id, after=self._state.projection.last_seq):
+            self._state.fold(event)
 
     def events(self, after: int = 0) -> list[Event]:
         """Every stored event after `after`, originals and compactions alike, in seq order."""
@@ -521,6 +532,38 @@ class AsyncSession:
         """`Session.watch` for asyncio code: ``async for event in session.watch(): ...``; the
         waiting runs in a worker thread, and leaving the loop or cancelling ends it."""
         return self.sync.store.asubscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
+
+
+_paused_lock = threading.Lock()
+_paused_depth = 0
+_paused_from_enabled = False
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for the block (reference counting still frees
+    everything that is not in a cycle). Nested and concurrent blocks share one pause, and the
+    collector comes back only if it was on when the first of them began."""
+    global _paused_depth, _paused_from_enabled
+    with _paused_lock:
+        if _paused_depth == 0:
+            _paused_from_enabled = gc.isenabled()
+            gc.disable()
+        _paused_depth += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused_depth -= 1
+            if _paused_depth == 0 and _paused_from_enabled:
+                # Hand what the block made to the oldest generation, where a collection meets
+                # it only when a full one is due, instead of walking it all at once in the
+                # next young collection; nothing is kept from being freed. Not when the
+                # application froze objects itself: unfreezing would undo that.
+                if gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
 
 
 def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:

@@ -196,6 +196,29 @@ class StoreBase(abc.ABC):
                 return
             after = page[-1].seq
 
+    def stream_data(self, session_id: str, after: int = 0) -> Iterator[tuple[int, str, Any]]:
+        """`stream` as each event's ``(seq, type, data)``, for a reader that builds values of its
+        own from the data: no `Event` is made per row (a cold start reads a hundred thousand).
+        Paged, and as safe to append during, as `stream`.
+
+        >>> from ctxfold.storage import MemoryStore
+        >>> store = MemoryStore()
+        >>> _ = store.append("s", [NewEvent("turn", {"n": 1})])
+        >>> list(store.stream_data("s"))
+        [(1, 'turn', {'n': 1})]
+        """
+        check_session_id(session_id)
+        check_seq(after, "after")
+        return self._stream_data(session_id, after)
+
+    def _stream_data(self, session_id: str, after: int) -> Iterator[tuple[int, str, Any]]:
+        while True:
+            page = self._read_data_page(session_id, after, PAGE_SIZE)
+            yield from page
+            if len(page) < PAGE_SIZE:
+                return
+            after = page[-1][0]
+
     @abc.abstractmethod
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
@@ -411,6 +434,13 @@ class StoreBase(abc.ABC):
     @abc.abstractmethod
     def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
         """At most `limit` (None: all) events with a seq above `after`, in seq order."""
+
+    def _read_data_page(
+        self, session_id: str, after: int, limit: int | None
+    ) -> list[tuple[int, str, Any]]:
+        """`_read_page` as ``(seq, type, data)`` tuples; a backend that can read them without
+        building events overrides it."""
+        return [(e.seq, e.type, e.data) for e in self._read_page(session_id, after, limit)]
 
     @abc.abstractmethod
     def _search(

@@ -54,14 +54,12 @@ def check_session_id(session_id: object) -> str:
     """Return `session_id` when it is a usable session id, else raise InvalidInputError."""
     if not isinstance(session_id, str) or not session_id:
         raise InvalidInputError(f"a session id must be a non-empty string, not {session_id!r}")
-    _check_storable_text(session_id, "session id")
-    _check_no_nul(session_id, "session id")
-    size = len(session_id.encode("utf-8"))
-    if size > MAX_SESSION_ID_BYTES:
-        raise InvalidInputError(
-            f"session id {_clip(session_id)!r} is {size:,} bytes long in UTF-8; the limit is "
-            f"{MAX_SESSION_ID_BYTES:,} bytes: use a shorter id (a hash of a long one works)"
-        )
+    _check_column_text(
+        session_id,
+        "session id",
+        MAX_SESSION_ID_BYTES,
+        ": use a shorter id (a hash of a long one works)",
+    )
     return session_id
 
 
@@ -70,15 +68,21 @@ def check_idempotency_key(key: object, session_id: str) -> str:
     what = f"session {_clip(session_id)!r}: idempotency_key"
     if not isinstance(key, str) or not key:
         raise InvalidInputError(f"{what} must be a non-empty string, not {key!r}")
-    _check_storable_text(key, what)
-    _check_no_nul(key, what)
-    size = len(key.encode("utf-8"))
-    if size > MAX_IDEMPOTENCY_KEY_BYTES:
-        raise InvalidInputError(
-            f"{what} {_clip(key)!r} is {size:,} bytes long in UTF-8; the limit is "
-            f"{MAX_IDEMPOTENCY_KEY_BYTES} bytes"
-        )
+    _check_column_text(key, what, MAX_IDEMPOTENCY_KEY_BYTES)
     return key
+
+
+def _check_column_text(text: str, what: str, limit: int, advice: str = "") -> None:
+    """What a text kept in a key column must be: valid unicode, free of NUL, at most `limit`
+    bytes in UTF-8 (`advice` ends the message that says it is longer)."""
+    _check_storable_text(text, what)
+    _check_no_nul(text, what)
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise InvalidInputError(
+            f"{what} {_clip(text)!r} is {size:,} bytes long in UTF-8; the limit is "
+            f"{limit:,} bytes{advice}"
+        )
 
 
 def check_seq(value: object, name: str) -> int:
@@ -143,14 +147,18 @@ def encode_data(data: Mapping[str, Any]) -> str:
 
 def decode_event(session_id: str, seq: int, type_: str, data: str, created_at: float) -> Event:
     """An `Event` from the columns a store keeps."""
+    return Event(session_id, seq, type_, decode_data(data), created_at)
+
+
+def decode_data(data: str) -> Any:
+    """An event's data from the JSON text a store keeps (`encode_data`)."""
     try:
         # The C scanner alone: stored JSON is one value with no whitespace around it, so the
         # Python layer of json.loads (whitespace checks, twice per call) is skipped, which is a
         # fifth of the cost of reading an event.
-        value = _scan(data, 0)[0]
+        return _scan(data, 0)[0]
     except StopIteration:
-        value = json.loads(data)  # a row written by other means: let json say what is wrong
-    return Event(session_id, seq, type_, value, created_at)
+        return json.loads(data)  # a row written by other means: let json say what is wrong
 
 
 # typeshed types make_scanner's argument as the scanner class itself; it takes a decoder.

@@ -15,11 +15,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
-from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
+from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_data, decode_event
 from ctxfold.storage.search import SearchHit, SearchQuery, stored_text
 from ctxfold.storage.sqlite_schema import migrate, session_token
 
@@ -37,6 +38,9 @@ _INSERT_EVENT = (
 _READ = (
     "SELECT seq, type, data, created_at FROM events "
     "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+_READ_DATA = (
+    "SELECT seq, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _SEARCH = """
     SELECT e.seq, -bm25(search_index, 0.0, 1.0) AS score, e.type, e.data, e.created_at
@@ -193,6 +197,13 @@ class SQLiteStore(StoreBase):
         with self._connection() as conn:
             rows = conn.execute(_READ, (session_id, after, -1 if limit is None else limit))
             return [decode_event(session_id, *row) for row in rows]
+
+    def _read_data_page(
+        self, session_id: str, after: int, limit: int | None
+    ) -> list[tuple[int, str, Any]]:
+        with self._connection() as conn:
+            rows = conn.execute(_READ_DATA, (session_id, after, -1 if limit is None else limit))
+            return [(seq, type_, decode_data(data)) for seq, type_, data in rows]
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""

@@ -46,6 +46,17 @@ class StreamContract(ContractBase):
             assert list(store.stream("s", after=after)) == store.read("s", after=after)
         assert list(store.stream("unknown")) == []
 
+    def test_stream_data_yields_what_stream_does_without_events(self, store: StoreBase) -> None:
+        """Across page boundaries and from any `after`, `stream_data` yields each event's seq,
+        type and data, as `stream` has them; it checks its arguments at once too."""
+        store.append("s", [turn(n) for n in range(PAGE_SIZE + 7)])
+        for after in (0, 1, PAGE_SIZE, PAGE_SIZE + 7, 5000):
+            expected = [(e.seq, e.type, e.data) for e in store.stream("s", after=after)]
+            assert list(store.stream_data("s", after=after)) == expected
+        assert list(store.stream_data("unknown")) == []
+        with pytest.raises(InvalidInputError, match="after"):
+            store.stream_data("s", after=-1)
+
     def test_a_caller_may_append_while_streaming(self, store: StoreBase) -> None:
         """Appending from inside the loop neither blocks nor breaks the stream."""
         store.append("s", [turn(n) for n in range(5)])
