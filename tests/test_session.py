@@ -16,7 +16,7 @@ import pytest
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import COMPACTION, MASK, Event, NewEvent
-from ctxfold.messages import Message
+from ctxfold.messages import Message, ToolCall
 from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.tokens import HeuristicCounter
@@ -502,3 +502,29 @@ def test_the_first_read_leaves_the_garbage_collector_as_it_found_it(tmp_path: Pa
                     gc.unfreeze()
         finally:
             (gc.enable if was else gc.disable)()
+
+
+def test_the_live_view_shows_what_was_stored_not_the_callers_objects(tmp_path: Path) -> None:
+    """The session folds the messages it was handed without decoding them again only when the
+    stored form gives them back equal: a caller changing an `extra` dict after the append, or
+    tool calls given as a list, never make the live view differ from what a new process reads."""
+    extra: dict[str, object] = {"parts": [{"type": "text", "text": "hi"}], "pair": (1, 2)}
+    calls = [ToolCall("c1", "bash", '{"cmd": "ls"}')]
+    plain = Message("user", "Fix tests/test_io.py")
+    with SQLiteStore(tmp_path / "events.db") as store:
+        session = store.session("s")
+        session.append(
+            [
+                plain,
+                Message("user", "see the parts", extra=extra),
+                Message("assistant", None, calls),
+            ]  # type: ignore[arg-type]
+        )
+        extra["parts"] = []
+        calls.clear()
+        live = list(session.messages())
+        cold = list(store.session("s").messages())
+    assert live == cold
+    assert live[0] is plain  # a plain message is kept as given: nothing to decode
+    assert live[1].extra == {"parts": [{"type": "text", "text": "hi"}], "pair": [1, 2]}
+    assert live[2].tool_calls == (ToolCall("c1", "bash", '{"cmd": "ls"}'),)

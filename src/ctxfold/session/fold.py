@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfold.events import MASK, OVERFLOW, RESET, USAGE, Event, Usage
+from ctxfold.messages import Message
 from ctxfold.session.projection import Change, Item, Projection
 from ctxfold.tokens.tally import Tally
 
@@ -46,9 +47,10 @@ class Fold:
         self.altered: set[int] = set()
         """Ids of original items whose message a mask changed: they differ from their event."""
 
-    def fold(self, event: Event) -> None:
-        """Fold one stored event in (events come in seq order)."""
-        change = self.projection.apply(event)
+    def fold(self, event: Event, message: Message | None = None) -> None:
+        """Fold one stored event in (events come in seq order). `message`: the message of a
+        message event when the caller holds it already (the one it just appended)."""
+        change = self.projection.apply(event, message)
         if change.edit:
             self.last_edit_seq = event.seq
             self.anchor = None

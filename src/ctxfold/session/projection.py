@@ -293,15 +293,18 @@ class Projection:
         )
 
     # -- folding ---------------------------------------------------------------------------
-    def apply(self, event: Event) -> Change:
-        """Fold one stored event in. Events must come in seq order."""
+    def apply(self, event: Event, message: Message | None = None) -> Change:
+        """Fold one stored event in. Events must come in seq order. `message`: the message of
+        a message event, when the caller holds it (else it is read from the event's data)."""
         if event.seq <= self.last_seq:
             raise InvalidHistoryError(
                 f"event {event.seq} arrived after {self.last_seq}; events fold in seq order"
             )
         self.last_seq = event.seq
         if event.type == MESSAGE:
-            item = Item(event.seq, event.message, "message", event.seq)
+            if message is None:
+                message = event.message
+            item = Item(event.seq, message, "message", event.seq)
             self._items.append(item)
             self._messages.append(item.message)
             self._keys.append(item.key)

@@ -145,7 +145,7 @@ class Session:
             # `append` without the keyword) keeps working for unkeyed appends.
             keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
             stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
-            self._catch_up(stored)
+            self._catch_up(stored, items_list)
             self._keep_checkpoint(stored)
             return stored
 
@@ -161,12 +161,20 @@ class Session:
         except ConflictError:
             return None
 
-    def _catch_up(self, stored: Sequence[Event]) -> None:
+    def _catch_up(
+        self, stored: Sequence[Event], appended: Sequence[Message | NewEvent] = ()
+    ) -> None:
         # When nobody else wrote in between, the events just stored are the next ones to fold:
-        # fold them directly instead of reading them back from the store.
+        # fold them directly instead of reading them back from the store, with the Message
+        # values the caller appended (a Message is immutable, and the stored data is its
+        # `to_dict`), so a message is not decoded again right after it was encoded.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
-            for event in stored:
-                self._state.fold(event)
+            if len(appended) == len(stored):
+                for event, item in zip(stored, appended, strict=True):
+                    self._state.fold(event, item if _plain(item) else None)
+            else:
+                for event in stored:
+                    self._state.fold(event)
         else:
             self.refresh()
 
@@ -564,6 +572,18 @@ def _collector_paused() -> Iterator[None]:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
+
+
+def _plain(item: Message | NewEvent) -> bool:
+    """Whether `item` is a message its stored form gives back equal and unshared: no `extra`
+    mapping (the caller may still hold and change it, and JSON turns tuples into lists) and
+    its tool calls a tuple of calls without one either."""
+    return (
+        isinstance(item, Message)
+        and not item.extra
+        and type(item.tool_calls) is tuple
+        and not any(call.extra for call in item.tool_calls)
+    )
 
 
 def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
