@@ -238,6 +238,11 @@ class _Conversation:
                     new.append(with_source(message, ["m", position, part]))
             if new:
                 self.index.fold(self.session.append(new))
+                newest = self.index.newest
+                if newest is not None:
+                    # Just converted from this very object: the next call that passes it again
+                    # need not convert it a second time to know the history continues the log.
+                    self._checked = (history[source_of(newest)[1]], newest)
 
     def _check_continues(self, history: Sequence[Any]) -> None:
         """Refuse a history that does not continue the log: positions are the mapping, so a
