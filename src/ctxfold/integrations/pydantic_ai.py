@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
+    Segments,
     SourceIndex,
-    appended_since,
     check_recall,
     make_compactor,
     needs_compaction,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.session import Item, Session
+    from ctxfold.session import Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -207,10 +207,8 @@ class _Conversation:
         self._split: dict[int, int] = {}
         """How many logged messages each history position was split into."""
         self._pieces: dict[int, _Piece] = {}
-        self._seen: Sequence[Item] = ()
-        self._segments: list[range | ModelMessage] = []
-        """The projection but its newest group: runs of history positions, and converted
-        messages where a strategy changed something."""
+        self._segments: Segments[ModelMessage] = Segments()
+        """The projection but its newest group, which may still grow."""
         self._group: list[_Piece] = []
         self._checked: tuple[Any, Message] | None = None
         """The history message last found to match the newest logged one, and that one."""
@@ -275,11 +273,9 @@ class _Conversation:
         and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
             items = self.session.items()
-            new = appended_since(self._seen, items)
-            if new is None:
-                self._segments, self._group, new = [], [], items
-                kept = {item.id for item in items}
-                self._pieces = {k: v for k, v in self._pieces.items() if k in kept}
+            new, restarted = self._segments.new_items(items, self._pieces)
+            if restarted:
+                self._group = []
             for item in new:
                 piece = self._pieces.get(item.id)
                 if piece is None or piece.message is not item.message:
@@ -291,13 +287,8 @@ class _Conversation:
                     if group:
                         self._close(group)
                     self._group = [piece]
-            self._seen = items
-            out: list[ModelMessage] = []
-            for segment in self._segments:
-                if isinstance(segment, range):
-                    out.extend(self._history[segment.start : segment.stop])
-                else:
-                    out.append(segment)
+            self._segments.done(items)
+            out = self._segments.render(self._history)
             if self._group:
                 position = self._whole(self._group)
                 out.append(
@@ -307,13 +298,10 @@ class _Conversation:
 
     def _close(self, group: list[_Piece]) -> None:
         position = self._whole(group)
-        segments = self._segments
         if position is None:
-            segments.append(_merged(group))
-        elif segments and isinstance(segments[-1], range) and segments[-1].stop == position:
-            segments[-1] = range(segments[-1].start, position + 1)
+            self._segments.add(_merged(group))
         else:
-            segments.append(range(position, position + 1))
+            self._segments.add_position(position)
 
     def _whole(self, group: Sequence[_Piece]) -> int | None:
         """The history position `group` is all of, unchanged, or None."""
