@@ -10,7 +10,8 @@ store connection rebuilds the mapping by reading the session, and appends nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ctxfold.errors import ConfigurationError, InvalidInputError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ctxfold.tokens import Budget
 
 M = TypeVar("M")
+T = TypeVar("T")
 
 KEY = "ctxfold"
 """The namespace in `Message.extra` that holds an integration's own bookkeeping."""
@@ -55,6 +57,31 @@ def open_session(store: EventStore | None, session_id: object, *, what: str) -> 
             f"not {type(session_id).__name__} {session_id!r}"
         )
     return Session(store if store is not None else default_store(), session_id)
+
+
+class PerConversation(Generic[T]):
+    """One object per conversation of the framework's (a thread id, a conversation id), made by
+    `make` on first use over the ctxfold session of the same id. Safe from several threads.
+
+    `what` names the id in the error when it is not a non-empty string (see `open_session`).
+    """
+
+    def __init__(
+        self, store: EventStore | None, make: Callable[[Session], T], *, what: str
+    ) -> None:
+        self.store = store
+        self._make = make
+        self._what = what
+        self._made: dict[str, T] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, conversation_id: object) -> T:
+        with self._lock:
+            found = self._made.get(conversation_id) if isinstance(conversation_id, str) else None
+            if found is None:
+                session = open_session(self.store, conversation_id, what=self._what)
+                found = self._made[session.id] = self._make(session)
+            return found
 
 
 def make_compactor(budget: Budget | None, compactor: Compactor | None) -> Compactor | None:
@@ -251,6 +278,7 @@ def check_recall(recall: object) -> RecallTool | None:
 
 __all__ = [
     "KEY",
+    "PerConversation",
     "RecallTool",
     "Segments",
     "SourceIndex",

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ctxfold.errors import MissingDependencyError
 from ctxfold.integrations._common import (
+    PerConversation,
     Segments,
     SourceIndex,
     check_recall,
     hashable,
     make_compactor,
     needs_compaction,
-    open_session,
     source_of,
     with_source,
 )
@@ -93,8 +93,12 @@ class CtxfoldMiddleware(AgentMiddleware):
         self.compactor = make_compactor(budget, compactor)
         self.recall = check_recall(recall)
         self.tools: list[BaseTool] = [self._recall_tool()] if self.recall else []
-        self._threads: dict[str, _Thread] = {}
-        self._lock = threading.Lock()
+        self._threads = PerConversation(
+            store,
+            _Thread,
+            what="thread id (run the agent with a checkpointer and "
+            "config={'configurable': {'thread_id': ...}})",
+        )
 
     @property
     def name(self) -> str:
@@ -171,17 +175,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         return self._thread_for(getattr(info, "thread_id", None))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
-        with self._lock:
-            thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
-            if thread is None:
-                session = open_session(
-                    self.store,
-                    thread_id,
-                    what="thread id (run the agent with a checkpointer and "
-                    "config={'configurable': {'thread_id': ...}})",
-                )
-                thread = self._threads[thread_id] = _Thread(session)
-            return thread
+        return self._threads[thread_id]
 
     def _recall_tool(self) -> BaseTool:
         from langchain_core.tools import StructuredTool

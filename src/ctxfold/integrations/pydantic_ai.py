@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
+    PerConversation,
     Segments,
     SourceIndex,
     check_recall,
     make_compactor,
     needs_compaction,
-    open_session,
     plain_extra,
     source_of,
     with_source,
@@ -90,8 +90,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         self.store = store
         self.compactor = make_compactor(budget, compactor)
         self.recall = check_recall(recall)
-        self._conversations: dict[str, _Conversation] = {}
-        self._lock = threading.Lock()
+        self._conversations = PerConversation(store, _Conversation, what="conversation id")
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -185,16 +184,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         return conversation
 
     def _conversation(self, conversation_id: Any) -> _Conversation:
-        with self._lock:
-            found = (
-                self._conversations.get(conversation_id)
-                if isinstance(conversation_id, str)
-                else None
-            )
-            if found is None:
-                session = open_session(self.store, conversation_id, what="conversation id")
-                found = self._conversations[conversation_id] = _Conversation(session)
-            return found
+        return self._conversations[conversation_id]
 
 
 class _Conversation:
