@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from ctxfold.errors import ConfigurationError, InvalidInputError
 from ctxfold.events import MESSAGE, Event
@@ -170,6 +170,8 @@ class Segments(Generic[M]):
     def __init__(self) -> None:
         self._seen: Sequence[Item] | None = ()
         self._parts: list[range | M] = []
+        self._ranges = False
+        """Whether any part is a run of positions (none where the framework keeps no list)."""
 
     def new_items(
         self, items: Sequence[Item], cache: MutableMapping[int, Any]
@@ -179,7 +181,7 @@ class Segments(Generic[M]):
         new = appended_since(self._seen, items) if self._seen is not None else None
         if new is not None:
             return new, False
-        self._parts = []
+        self._parts, self._ranges = [], False
         kept = {item.id for item in items}
         for stale in [key for key in cache if key not in kept]:
             del cache[stale]
@@ -202,6 +204,7 @@ class Segments(Generic[M]):
             parts[-1] = range(last.start, position + 1)
         else:
             parts.append(range(position, position + 1))
+            self._ranges = True
 
     def add(self, *messages: M) -> None:
         """Converted messages, after the segments so far."""
@@ -209,6 +212,8 @@ class Segments(Generic[M]):
 
     def render(self, framework: Sequence[M] = ()) -> list[M]:
         """The segments as one list, positions read from `framework`, the framework's own list."""
+        if not self._ranges:
+            return cast("list[M]", list(self._parts))
         out: list[M] = []
         for part in self._parts:
             if isinstance(part, range):
