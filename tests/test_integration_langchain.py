@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("langchain")
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -161,6 +162,28 @@ async def test_async_agent_sends_the_projection_too() -> None:
         assert_valid(request)
         assert request_tokens(request) <= WINDOW
     assert len(agent.get_state(config).values["messages"]) == TASKS * (2 + 2 * CALLS_PER_TASK)
+
+
+class KeepNewest(AgentMiddleware):
+    """A middleware ahead of ctxfold that sends only the newest messages: the list the
+    middleware sees changes other than by growing, call after call."""
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return handler(request.override(messages=request.messages[-2:]))
+
+
+def test_a_request_list_that_changes_other_than_by_growing_is_projected_once() -> None:
+    """When a middleware ahead of ctxfold hands it a shifted list, the model still receives
+    each logged message once, in order, and every call paired with its result."""
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [KeepNewest(), middleware])
+    run_tasks(agent, 0, 2, thread="lc-shifted")
+    logged = [conv.kept(m)["data"]["id"] for m in logged_messages(middleware.session("lc-shifted"))]
+    for request in model.requests:
+        assert_valid(request)
+        ids = [m.id for m in request if not isinstance(m, SystemMessage)]
+        assert ids == logged[1 : len(ids) + 1]
 
 
 def every_message() -> list[AnyMessage]:

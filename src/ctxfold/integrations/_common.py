@@ -10,8 +10,9 @@ store connection rebuilds the mapping by reading the session, and appends nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from ctxfold.errors import ConfigurationError, InvalidInputError
 from ctxfold.events import MESSAGE, Event
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from ctxfold.session import Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
+
+M = TypeVar("M")
+T = TypeVar("T")
 
 KEY = "ctxfold"
 """The namespace in `Message.extra` that holds an integration's own bookkeeping."""
@@ -53,6 +57,31 @@ def open_session(store: EventStore | None, session_id: object, *, what: str) -> 
             f"not {type(session_id).__name__} {session_id!r}"
         )
     return Session(store if store is not None else default_store(), session_id)
+
+
+class PerConversation(Generic[T]):
+    """One object per conversation of the framework's (a thread id, a conversation id), made by
+    `make` on first use over the ctxfold session of the same id. Safe from several threads.
+
+    `what` names the id in the error when it is not a non-empty string (see `open_session`).
+    """
+
+    def __init__(
+        self, store: EventStore | None, make: Callable[[Session], T], *, what: str
+    ) -> None:
+        self.store = store
+        self._make = make
+        self._what = what
+        self._made: dict[str, T] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, conversation_id: object) -> T:
+        with self._lock:
+            found = self._made.get(conversation_id) if isinstance(conversation_id, str) else None
+            if found is None:
+                session = open_session(self.store, conversation_id, what=self._what)
+                found = self._made[session.id] = self._make(session)
+            return found
 
 
 def make_compactor(budget: Budget | None, compactor: Compactor | None) -> Compactor | None:
@@ -127,6 +156,73 @@ def appended_since(previous: Sequence[Item], items: Sequence[Item]) -> Sequence[
     return None
 
 
+class Segments(Generic[M]):
+    """The projection in a framework's own message type, kept up as the projection grows: runs of
+    positions in the framework's own message list (handed back as its own objects, so the
+    framework sees exactly what it holds) and messages converted from the log (summaries, notes,
+    cleared results, or a whole history where the framework keeps no list).
+
+    `new_items` says which projected items to add before a model call: only those appended since
+    the last `done`, so a call converts O(new items); after a compaction, mask, retraction or
+    reset (or `forget`), all of them, and the segments start over.
+    """
+
+    def __init__(self) -> None:
+        self._seen: Sequence[Item] | None = ()
+        self._parts: list[range | M] = []
+        self._ranges = False
+        """Whether any part is a run of positions (none where the framework keeps no list)."""
+
+    def new_items(
+        self, items: Sequence[Item], cache: MutableMapping[int, Any]
+    ) -> tuple[Sequence[Item], bool]:
+        """The items to add, and whether the segments started over; then `cache` (an
+        integration's conversions, by item id) keeps only the items still projected."""
+        new = appended_since(self._seen, items) if self._seen is not None else None
+        if new is not None:
+            return new, False
+        self._parts, self._ranges = [], False
+        kept = {item.id for item in items}
+        for stale in [key for key in cache if key not in kept]:
+            del cache[stale]
+        return items, True
+
+    def done(self, items: Sequence[Item]) -> None:
+        """`items` are all added: the next `new_items` starts after them."""
+        self._seen = items
+
+    def forget(self) -> None:
+        """The framework's list changed other than by growing: positions may have moved, so the
+        next `new_items` starts over."""
+        self._seen = None
+
+    def add_position(self, position: int) -> None:
+        """The framework's own message at `position`, after the segments so far."""
+        parts = self._parts
+        last = parts[-1] if parts else None
+        if isinstance(last, range) and last.stop == position:
+            parts[-1] = range(last.start, position + 1)
+        else:
+            parts.append(range(position, position + 1))
+            self._ranges = True
+
+    def add(self, *messages: M) -> None:
+        """Converted messages, after the segments so far."""
+        self._parts.extend(messages)
+
+    def render(self, framework: Sequence[M] = ()) -> list[M]:
+        """The segments as one list, positions read from `framework`, the framework's own list."""
+        if not self._ranges:
+            return cast("list[M]", list(self._parts))
+        out: list[M] = []
+        for part in self._parts:
+            if isinstance(part, range):
+                out.extend(framework[part.start : part.stop])
+            else:
+                out.append(part)
+        return out
+
+
 def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
     """Whether a model call must go through the compactor's check first: always with background
     compaction (it starts runs below the trigger), else when the budget says so."""
@@ -187,7 +283,9 @@ def check_recall(recall: object) -> RecallTool | None:
 
 __all__ = [
     "KEY",
+    "PerConversation",
     "RecallTool",
+    "Segments",
     "SourceIndex",
     "appended_since",
     "check_recall",

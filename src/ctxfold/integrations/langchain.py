@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ctxfold.errors import MissingDependencyError
 from ctxfold.integrations._common import (
+    PerConversation,
+    Segments,
     SourceIndex,
-    appended_since,
     check_recall,
     hashable,
     make_compactor,
     needs_compaction,
-    open_session,
     source_of,
     with_source,
 )
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.session import Item, Session
+    from ctxfold.session import Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -93,8 +93,12 @@ class CtxfoldMiddleware(AgentMiddleware):
         self.compactor = make_compactor(budget, compactor)
         self.recall = check_recall(recall)
         self.tools: list[BaseTool] = [self._recall_tool()] if self.recall else []
-        self._threads: dict[str, _Thread] = {}
-        self._lock = threading.Lock()
+        self._threads = PerConversation(
+            store,
+            _Thread,
+            what="thread id (run the agent with a checkpointer and "
+            "config={'configurable': {'thread_id': ...}})",
+        )
 
     @property
     def name(self) -> str:
@@ -171,17 +175,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         return self._thread_for(getattr(info, "thread_id", None))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
-        with self._lock:
-            thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
-            if thread is None:
-                session = open_session(
-                    self.store,
-                    thread_id,
-                    what="thread id (run the agent with a checkpointer and "
-                    "config={'configurable': {'thread_id': ...}})",
-                )
-                thread = self._threads[thread_id] = _Thread(session)
-            return thread
+        return self._threads[thread_id]
 
     def _recall_tool(self) -> BaseTool:
         from langchain_core.tools import StructuredTool
@@ -212,9 +206,7 @@ class _Thread:
         """Per item id: its message; its LangChain form (`_SKIP` for the logged system prompt,
         None until needed for a state message); and its key in the graph state when it is a
         state message no strategy changed."""
-        self._seen: Sequence[Item] = ()
-        self._segments: list[range | AnyMessage] = []
-        """The projection as runs of graph-state positions and converted messages."""
+        self._segments: Segments[AnyMessage] = Segments()
         self._state: Sequence[Any] = ()
         self._where: dict[Any, int] = {}
         """The position of each logged state message in the graph state, by key."""
@@ -239,7 +231,8 @@ class _Thread:
             start = self._logged
             if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
                 # The state changed otherwise: positions may have moved.
-                start, self._where, self._seen = 0, {}, ()
+                start, self._where = 0, {}
+                self._segments.forget()
             for position in range(start, len(messages)):
                 message = messages[position]
                 source = _source(messages, position)
@@ -261,11 +254,8 @@ class _Thread:
         summaries, notes and cleared results are converted."""
         with self._lock:
             items = self.session.items()
-            new = appended_since(self._seen, items)
-            if new is None:
-                self._segments, new = [], items
-                kept = {item.id for item in items}
-                self._views = {k: v for k, v in self._views.items() if k in kept}
+            segments = self._segments
+            new, _ = segments.new_items(items, self._views)
             for item in new:
                 cached = self._views.get(item.id)
                 if cached is None or cached[0] is not item.message:
@@ -280,24 +270,15 @@ class _Thread:
                 if cached[1] is _SKIP:
                     continue
                 position = self._where.get(cached[2]) if cached[2] is not None else None
-                segments = self._segments
-                if position is None:
-                    if cached[1] is None:
-                        converted = conv.from_message(item.message)
-                        cached = self._views[item.id] = (item.message, converted, cached[2])
-                    segments.append(cast("AnyMessage", cached[1]))
-                elif segments and isinstance(segments[-1], range) and segments[-1].stop == position:
-                    segments[-1] = range(segments[-1].start, position + 1)
-                else:
-                    segments.append(range(position, position + 1))
-            self._seen = items
-            out: list[AnyMessage] = []
-            for segment in self._segments:
-                if isinstance(segment, range):
-                    out.extend(self._state[segment.start : segment.stop])
-                else:
-                    out.append(segment)
-            return out
+                if position is not None:
+                    segments.add_position(position)
+                    continue
+                if cached[1] is None:
+                    converted = conv.from_message(item.message)
+                    cached = self._views[item.id] = (item.message, converted, cached[2])
+                segments.add(cast("AnyMessage", cached[1]))
+            segments.done(items)
+            return segments.render(self._state)
 
 
 _SKIP = object()

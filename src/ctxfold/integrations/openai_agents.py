@@ -40,7 +40,7 @@ from ctxfold.events import (
 )
 from ctxfold.integrations import _agents_items as conv
 from ctxfold.integrations._common import (
-    appended_since,
+    Segments,
     check_recall,
     make_compactor,
     needs_compaction,
@@ -48,7 +48,7 @@ from ctxfold.integrations._common import (
 )
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
-from ctxfold.session import Item, Session
+from ctxfold.session import Session
 
 try:
     from agents.models.interface import Model
@@ -111,8 +111,7 @@ class CtxfoldSession:
         self.recall = check_recall(recall)
         self._stored = _StoredItems()
         self._views: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
-        self._seen: Sequence[Item] = ()
-        self._flat: list[dict[str, Any]] = []
+        self._flat: Segments[dict[str, Any]] = Segments()
         self._tail: list[Any] = []
         self._lock = threading.RLock()
 
@@ -167,11 +166,7 @@ class CtxfoldSession:
         keeps its conversion."""
         with self._lock:
             items = self.session.items()
-            new = appended_since(self._seen, items)
-            if new is None:
-                self._flat, new = [], items
-                kept = {item.id for item in items}
-                self._views = {k: v for k, v in self._views.items() if k in kept}
+            new, _ = self._flat.new_items(items, self._views)
             for item in new:
                 cached = self._views.get(item.id)
                 if cached is None or cached[0] is not item.message:
@@ -179,9 +174,9 @@ class CtxfoldSession:
                         item.message,
                         conv.message_to_items(item.message),
                     )
-                self._flat.extend(cached[1])
-            self._seen = items
-            return list(self._flat)
+                self._flat.add(*cached[1])
+            self._flat.done(items)
+            return self._flat.render()
 
     def wrap_model(self, model: Model) -> Model:
         """`model`, retried once after `recover_from_overflow` when the provider says the

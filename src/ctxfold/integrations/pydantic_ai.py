@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
+    PerConversation,
+    Segments,
     SourceIndex,
-    appended_since,
     check_recall,
     make_compactor,
     needs_compaction,
-    open_session,
     plain_extra,
     source_of,
     with_source,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
-    from ctxfold.session import Item, Session
+    from ctxfold.session import Session
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -90,8 +90,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         self.store = store
         self.compactor = make_compactor(budget, compactor)
         self.recall = check_recall(recall)
-        self._conversations: dict[str, _Conversation] = {}
-        self._lock = threading.Lock()
+        self._conversations = PerConversation(store, _Conversation, what="conversation id")
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -185,16 +184,7 @@ class CtxfoldCapability(AbstractCapability[Any]):
         return conversation
 
     def _conversation(self, conversation_id: Any) -> _Conversation:
-        with self._lock:
-            found = (
-                self._conversations.get(conversation_id)
-                if isinstance(conversation_id, str)
-                else None
-            )
-            if found is None:
-                session = open_session(self.store, conversation_id, what="conversation id")
-                found = self._conversations[conversation_id] = _Conversation(session)
-            return found
+        return self._conversations[conversation_id]
 
 
 class _Conversation:
@@ -207,10 +197,8 @@ class _Conversation:
         self._split: dict[int, int] = {}
         """How many logged messages each history position was split into."""
         self._pieces: dict[int, _Piece] = {}
-        self._seen: Sequence[Item] = ()
-        self._segments: list[range | ModelMessage] = []
-        """The projection but its newest group: runs of history positions, and converted
-        messages where a strategy changed something."""
+        self._segments: Segments[ModelMessage] = Segments()
+        """The projection but its newest group, which may still grow."""
         self._group: list[_Piece] = []
         self._checked: tuple[Any, Message] | None = None
         """The history message last found to match the newest logged one, and that one."""
@@ -238,6 +226,11 @@ class _Conversation:
                     new.append(with_source(message, ["m", position, part]))
             if new:
                 self.index.fold(self.session.append(new))
+                newest = self.index.newest
+                if newest is not None:
+                    # Just converted from this very object: the next call that passes it again
+                    # need not convert it a second time to know the history continues the log.
+                    self._checked = (history[source_of(newest)[1]], newest)
 
     def _check_continues(self, history: Sequence[Any]) -> None:
         """Refuse a history that does not continue the log: positions are the mapping, so a
@@ -270,11 +263,9 @@ class _Conversation:
         and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
             items = self.session.items()
-            new = appended_since(self._seen, items)
-            if new is None:
-                self._segments, self._group, new = [], [], items
-                kept = {item.id for item in items}
-                self._pieces = {k: v for k, v in self._pieces.items() if k in kept}
+            new, restarted = self._segments.new_items(items, self._pieces)
+            if restarted:
+                self._group = []
             for item in new:
                 piece = self._pieces.get(item.id)
                 if piece is None or piece.message is not item.message:
@@ -286,13 +277,8 @@ class _Conversation:
                     if group:
                         self._close(group)
                     self._group = [piece]
-            self._seen = items
-            out: list[ModelMessage] = []
-            for segment in self._segments:
-                if isinstance(segment, range):
-                    out.extend(self._history[segment.start : segment.stop])
-                else:
-                    out.append(segment)
+            self._segments.done(items)
+            out = self._segments.render(self._history)
             if self._group:
                 position = self._whole(self._group)
                 out.append(
@@ -302,13 +288,10 @@ class _Conversation:
 
     def _close(self, group: list[_Piece]) -> None:
         position = self._whole(group)
-        segments = self._segments
         if position is None:
-            segments.append(_merged(group))
-        elif segments and isinstance(segments[-1], range) and segments[-1].stop == position:
-            segments[-1] = range(segments[-1].start, position + 1)
+            self._segments.add(_merged(group))
         else:
-            segments.append(range(position, position + 1))
+            self._segments.add_position(position)
 
     def _whole(self, group: Sequence[_Piece]) -> int | None:
         """The history position `group` is all of, unchanged, or None."""
