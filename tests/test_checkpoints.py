@@ -221,3 +221,61 @@ def test_later_edits_fold_over_a_checkpoint(tmp_path: Path) -> None:
             session.append(Message("user", f"again {use_checkpoint}"))
             results.append([m.text for m in session.messages()[:-1]])
     assert results[0] == results[2] and results[1] == results[3]
+
+
+@pytest.mark.guarantee("checkpoints-are-derived")
+def test_a_checkpoint_written_from_the_last_one_is_the_checkpoint_written_afresh() -> None:
+    """The session's encoder reuses the items it encoded last time while the projection only
+    grew; after each kind of change (appends, a tally attached, a compaction, a mask, a pin,
+    usage, a retraction, a reset) its text is exactly what encoding the state afresh gives."""
+    from ctxfold.events import Mask, MaskedItem, Reset
+    from ctxfold.session.checkpoint import Encoder, encode
+    from ctxfold.storage import MemoryStore
+
+    session = MemoryStore().session("e", checkpoint_every=None)
+    encoder = Encoder()
+    texts: list[str] = []
+
+    def same() -> None:
+        state = session._state
+        text = encoder.encode(state)
+        assert text == encode(state)
+        assert json.loads(text)["seq"] == session.last_seq
+        texts.append(text)
+
+    history = agent_history(turns=4, output_words=30)
+    session.append(history[:5])
+    same()
+    session.append(history[5:9])
+    same()
+    session.tally()  # a tally attached: every item now has a count
+    same()
+    session.append(history[9:])
+    same()
+    items = session.items()
+    session.append(
+        NewEvent(
+            COMPACTION,
+            {
+                "first": items[1].id,
+                "last": items[6].id,
+                "message": Message("user", SHORT).to_dict(),
+                "kind": "summary",
+            },
+        )
+    )
+    same()
+    result = next(i for i in session.items() if i.message.role == "tool")
+    session.append(NewEvent.of(Mask((MaskedItem(result.id, "[cleared]"),))))
+    same()
+    session.pin(session.items()[-1].id)
+    session.record_usage(500)
+    same()
+    session.append(step("late", 10))
+    same()
+    session.append(NewEvent.of(Retraction(session.items()[-2].id)))
+    same()
+    session.append(NewEvent.of(Reset()))
+    session.append(Message("user", "start over"))
+    same()
+    assert len(set(texts)) == len(texts)

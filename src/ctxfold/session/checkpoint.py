@@ -30,6 +30,7 @@ from ctxfold.session.fold import Anchor, Fold
 from ctxfold.session.projection import Item, Projection
 from ctxfold.storage.base import StoreBase
 from ctxfold.storage.checks import PAGE_SIZE
+from ctxfold.tokens.tally import Tally
 
 log = logging.getLogger("ctxfold.session")
 
@@ -42,34 +43,72 @@ KINDS = ("message", "summary", "note")
 
 def encode(fold: Fold) -> str:
     """The checkpoint of `fold`, as JSON text."""
-    counter, counts = fold.counts()
-    items: list[list[Any]] = []
-    for item in fold.projection.items:
-        tokens = counts.get(item.id)
-        if item.kind == "message" and item.covers is None and item.id not in fold.altered:
-            items.append([item.id, tokens])
-        else:
-            covers = list(item.covers) if item.covers is not None else None
-            message = item.message.to_dict()
-            # A masked result's original is its own event's message: referred to, not copied.
-            masked = item.original is not None
-            held = list(item.identifiers) if item.identifiers is not None else None
-            ledger = dict(item.ledger) if item.ledger is not None else None
-            items.append(
-                [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
-            )
-    anchor = fold.anchor
-    data = {
-        "format": FORMAT,
-        "seq": fold.projection.last_seq,
-        "counter": counter,
-        "items": items,
-        "pins": sorted(fold.projection.pinned),
-        "last_edit": fold.last_edit_seq,
-        "overflows": fold.overflows,
-        "anchor": None if anchor is None else [anchor.seq, anchor.after_seq, anchor.prompt_tokens],
-    }
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return Encoder().encode(fold)
+
+
+class Encoder:
+    """Writes the checkpoints of one session. While the projection has only grown at its end
+    since the last checkpoint (appends, no compaction, mask, retraction or reset) and the same
+    tally counts it, the items encoded then are reused as text: a checkpoint every N appends
+    then costs O(N), not a pass over a hundred thousand items each time."""
+
+    def __init__(self) -> None:
+        self._basis: tuple[Fold, Tally | None, str | None, int] | None = None
+        self._done = 0
+        self._chunks: list[str] = []
+
+    def encode(self, fold: Fold) -> str:
+        """The checkpoint of `fold`, as JSON text: the same text `encode` gives."""
+        items = fold.projection.items
+        basis = (fold, fold.tally, fold.known_counter, fold.reshapes)
+        if (
+            self._basis is None
+            or any(a is not b for a, b in zip(self._basis, basis, strict=True))
+            or self._done > len(items)
+        ):
+            self._basis, self._done, self._chunks = basis, 0, []
+        new = items[self._done :]
+        if new:
+            tally = fold.tally
+            known = fold.known
+            entries = [
+                _entry(
+                    item,
+                    tally.count(item.id) if tally is not None else known.get(item.id),
+                    fold.altered,
+                )
+                for item in new
+            ]
+            self._chunks.append(_dumps(entries)[1:-1])
+            self._done = len(items)
+        counter = fold.tally.counter.name if fold.tally is not None else fold.known_counter
+        anchor = fold.anchor
+        rest = {
+            "pins": sorted(fold.projection.pinned),
+            "last_edit": fold.last_edit_seq,
+            "overflows": fold.overflows,
+            "anchor": None
+            if anchor is None
+            else [anchor.seq, anchor.after_seq, anchor.prompt_tokens],
+        }
+        head = _dumps({"format": FORMAT, "seq": fold.projection.last_seq, "counter": counter})
+        return f'{head[:-1]},"items":[{",".join(self._chunks)}],{_dumps(rest)[1:]}'
+
+
+def _entry(item: Item, tokens: int | None, altered: set[int]) -> list[Any]:
+    if item.kind == "message" and item.covers is None and item.id not in altered:
+        return [item.id, tokens]
+    covers = list(item.covers) if item.covers is not None else None
+    message = item.message.to_dict()
+    # A masked result's original is its own event's message: referred to, not copied.
+    masked = item.original is not None
+    held = list(item.identifiers) if item.identifiers is not None else None
+    ledger = dict(item.ledger) if item.ledger is not None else None
+    return [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def load(store: StoreBase, session_id: str) -> Fold | None:

@@ -46,11 +46,16 @@ class Fold:
         self.known_counter: str | None = None
         self.altered: set[int] = set()
         """Ids of original items whose message a mask changed: they differ from their event."""
+        self.reshapes = 0
+        """How many folded events removed or changed items already projected: while it stays
+        the same, the projection has only grown at its end."""
 
     def fold(self, event: Event, message: Message | None = None) -> None:
         """Fold one stored event in (events come in seq order). `message`: the message of a
         message event when the caller holds it already (the one it just appended)."""
         change = self.projection.apply(event, message)
+        if change.removed or change.edit:
+            self.reshapes += 1
         if change.edit:
             self.last_edit_seq = event.seq
             self.anchor = None

@@ -18,7 +18,7 @@ import gc
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
@@ -90,6 +90,7 @@ class Session:
         self._state = Fold()
         self._started = False
         self._checkpoint_seq = 0
+        self._checkpoints = checkpoint.Encoder()
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -273,7 +274,7 @@ class Session:
         if last - self._checkpoint_seq < every and not any(e.type in _RESHAPED for e in stored):
             return
         self._checkpoint_seq = last
-        self.store.save_snapshot(self.id, last, checkpoint.encode(self._state))
+        self.store.save_snapshot(self.id, last, self._checkpoints.encode(self._state))
 
     # -- reading ---------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -574,7 +575,7 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _plain(item: Message | NewEvent) -> bool:
+def _plain(item: Message | NewEvent) -> TypeGuard[Message]:
     """Whether `item` is a message its stored form gives back equal and unshared: no `extra`
     mapping (the caller may still hold and change it, and JSON turns tuples into lists) and
     its tool calls a tuple of calls without one either."""
