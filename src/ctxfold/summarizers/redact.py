@@ -23,6 +23,7 @@ and bounded in length, so a line costs time in proportion to its length, however
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -190,6 +191,7 @@ def _flag(match: re.Match[str]) -> str:
     return f"{flag}{REDACTED}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _names_a_secret(name: str) -> bool:
     """Whether a name such as ``AWS_SECRET_ACCESS_KEY``, ``clientSecret`` or ``--api-key`` says
     its value is a secret. Judged on the words of the name, so ``tokenizer`` or ``max_tokens``
