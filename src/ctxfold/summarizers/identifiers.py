@@ -143,7 +143,14 @@ def extract_identifiers(source: str | Message | Iterable[Message]) -> list[str]:
 def error_lines(text: str) -> list[str]:
     """The error strings of `text` (exception lines, ``error: ...``, ``FAILED ...``), in order,
     each cut to its name and a short message."""
+    if not _may_hold_error(text):
+        return []
     return [short_error(match.group(1)) for match in _ERROR_LINE.finditer(text)]
+
+
+def _may_hold_error(text: str) -> bool:
+    """False when `text` holds none of the words every error line holds: no need to scan it."""
+    return any(word in text for word in _ERROR_WORDS)
 
 
 def short_error(line: str) -> str:
@@ -258,9 +265,8 @@ def _scan_text(text: str) -> Iterator[Identifier]:
     if not text:
         return
     hits: list[tuple[int, Identifier]] = []
-    if any(literal in text for literal in _ERROR_WORDS):
-        for match in _ERROR_LINE.finditer(text):
-            hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
+    for match in _ERROR_LINE.finditer(text) if _may_hold_error(text) else ():
+        hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
     if "$" in text:
         for match in _PROMPT_LINE.finditer(text):
             hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
