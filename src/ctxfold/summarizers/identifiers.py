@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxfold.messages import Message
+from ctxfold.messages.escapes import escape_controls
 from ctxfold.summarizers._memo import IdentityMemo
-from ctxfold.summarizers.quoting import code_span, escape_controls
+from ctxfold.summarizers.quoting import code_span
 
 Kind = Literal["error", "path", "command", "url", "id", "hash"]
 PRIORITY: tuple[Kind, ...] = ("error", "path", "url", "id", "hash", "command")
