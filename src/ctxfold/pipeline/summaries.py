@@ -299,14 +299,18 @@ def _keep_identifiers(view: WorkingView, index: int, text: str) -> str:
     with the identifiers it was recorded to hold and that the view no longer shows quoted back
     into its Identifiers section, most useful first, within a third of the tokens it gave up."""
     item = view.items[index]
-    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    if not item.identifiers:
+        return text
     elsewhere = "\n".join(
         f"{m.text}\n" + "\n".join(c.arguments for c in m.tool_calls)
         for position, m in enumerate(view.messages)
         if position != index
     )
-    gone = [i for i in item.identifiers or () if i not in text and i not in elsewhere]
-    if not gone or room <= 0:
+    gone = [i for i in item.identifiers if i not in text and i not in elsewhere]
+    if not gone:
+        return text  # nothing to quote back: no need to weigh what the section gave up
+    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    if room <= 0:
         return text
     return verify(text, gone, room, view.count_text).text
 
