@@ -7,6 +7,7 @@ first, and each placeholder keeps the call id, names the tool and says where the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
@@ -37,11 +38,7 @@ class ClearToolResults:
     def __init__(
         self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
     ) -> None:
-        if keep_steps is not None and keep_steps < 1:
-            raise ConfigurationError(
-                f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
-                "what the agent is reading now, and are never cleared"
-            )
+        check_keep_steps(keep_steps, "cleared")
         if min_tokens < 0:
             raise ConfigurationError(f"min_tokens must be >= 0, not {min_tokens}")
         self.keep_steps = keep_steps
@@ -49,33 +46,59 @@ class ClearToolResults:
         self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> Flow:
-        # Whatever the budget's keep_steps, the newest step keeps its results.
-        keep_steps = max(1, view.rules.keep_steps if self.keep_steps is None else self.keep_steps)
-        protected = view.protected(keep_steps, tail=self.keep_tail)
-        calls = calls_by_result(view)
-        chosen: dict[int, str] = {}
-        saved = 0
-        for index, item in enumerate(view.items):
-            if saved >= view.excess:
-                break
-            message = item.message
-            if (
-                message.role != "tool"
-                or index in protected
-                or view.counts[index] < self.min_tokens
-                or message.text.startswith(CLEARED_MARK)
-            ):
-                continue
-            tool, arguments = calls.get(index, ("tool", ""))
-            text = placeholder(tool, arguments, message, item.id, view.counts[index])
-            tokens = view.count(message.replace(content=text))
-            if tokens >= view.counts[index]:
-                continue  # `never-larger`: a short result costs less than its placeholder
-            chosen[index] = text
-            saved += view.counts[index] - tokens
-        if chosen:
-            yield MaskResults(chosen)
-        return None
+        def cleared(index: int, tool: str, arguments: str) -> str | None:
+            item = view.items[index]
+            tokens = view.counts[index]
+            if tokens < self.min_tokens or item.message.text.startswith(CLEARED_MARK):
+                return None
+            return placeholder(tool, arguments, item.message, item.id, tokens)
+
+        return shrink_results(view, self.keep_steps, self.keep_tail, cleared)
+
+
+def check_keep_steps(keep_steps: int | None, done: str) -> None:
+    """Refuse a `keep_steps` under 1 for a rung whose results are `done` ("cleared", "cut")."""
+    if keep_steps is not None and keep_steps < 1:
+        raise ConfigurationError(
+            f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
+            f"what the agent is reading now, and are never {done}"
+        )
+
+
+def shrink_results(
+    view: WorkingView,
+    keep_steps: int | None,
+    keep_tail: bool,
+    shorter: Callable[[int, str, str], str | None],
+) -> Flow:
+    """What the tool-result rungs propose: older results, oldest first, each given the text
+    `shorter(index, tool, arguments)` returns (None leaves it as it is) when that makes it
+    smaller (`never-larger`), one mask, until the view's excess is saved. The newest
+    `keep_steps` steps (default: the budget's; whatever it says, at least the newest step) and,
+    with `keep_tail`, the verbatim recent tail keep their results."""
+    keep = max(1, view.rules.keep_steps if keep_steps is None else keep_steps)
+    protected = view.protected(keep, tail=keep_tail)
+    calls = calls_by_result(view)
+    chosen: dict[int, str] = {}
+    saved = 0
+    for index, item in enumerate(view.items):
+        if saved >= view.excess:
+            break
+        message = item.message
+        if message.role != "tool" or index in protected:
+            continue
+        tool, arguments = calls.get(index, ("tool", ""))
+        text = shorter(index, tool, arguments)
+        if text is None:
+            continue
+        tokens = view.count(message.replace(content=text))
+        if tokens >= view.counts[index]:
+            continue  # `never-larger`: the shorter text would cost more than it saves
+        chosen[index] = text
+        saved += view.counts[index] - tokens
+    if chosen:
+        yield MaskResults(chosen)
+    return None
 
 
 def placeholder(tool: str, arguments: str, message: Message, item_id: int, tokens: int) -> str:

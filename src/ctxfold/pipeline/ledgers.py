@@ -19,8 +19,6 @@ ledger of its own stretch, which the next summary to combine them merges in.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -28,9 +26,10 @@ from typing import Any
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.ledger import Ledger, build_ledger, from_data, merge, render, to_data
 from ctxfold.summarizers.ledger.render import HEADING
-from ctxfold.summarizers.redact import redact_messages
+from ctxfold.summarizers.redact import redacted
 
 SECTION_BREAK = f"\n\n{HEADING}"
 """Where a summary's ledger section begins: it is always the summary's last section."""
@@ -101,7 +100,7 @@ def ledger_data(ledger: Ledger) -> dict[str, Any]:
     """`ledger` as the JSON data a compaction records. The data is remembered as standing for
     `ledger`, so that the item it lands on is not parsed back at the next compaction."""
     data = to_data(ledger)
-    _LEDGERS.get(data, None, 0, lambda: ledger)
+    _LEDGERS.get((data, None), lambda: ledger, 0)
     return data
 
 
@@ -145,42 +144,16 @@ def holder(view: WorkingView, outside: tuple[int, int] = (0, 0)) -> int | None:
 
 
 # -- caches ----------------------------------------------------------------------------------
-class _Cache:
-    """The last `maxsize` ledgers read, keyed by the identity of what they were read from (a
-    message, or recorded data) and of the redactor; each entry keeps those objects alive, so
-    an id cannot be reused while it is cached. Compactors may run in several threads."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._entries: OrderedDict[tuple[int, int, int], tuple[object, object, Ledger]] = (
-            OrderedDict()
-        )
-        self._lock = threading.Lock()
-
-    def get(self, source: object, extra: object, seq: int, make: Callable[[], Ledger]) -> Ledger:
-        key = (id(source), id(extra), seq)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] is source and entry[1] is extra:
-                self._entries.move_to_end(key)
-                return entry[2]
-        made = make()
-        with self._lock:
-            self._entries[key] = (source, extra, made)
-            if len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-        return made
-
-
-_LEDGERS = _Cache(maxsize=65_536)
+# The last ledgers read, keyed by the identity of what they were read from (a message and the
+# redactor, or recorded data) and by the message's seq.
+_LEDGERS: IdentityMemo[Ledger] = IdentityMemo(maxsize=65_536)
 
 
 def _read(seq: int, message: Message, redact: Callable[[str], str] | None) -> Ledger:
     def make() -> Ledger:
-        text = redact_messages([message], redact)[0] if redact else message
-        return build_ledger([(seq, text)])
+        return build_ledger([(seq, redacted(message, redact) if redact else message)])
 
-    return _LEDGERS.get(message, redact, seq, make)
+    return _LEDGERS.get((message, redact), make, seq)
 
 
 def _recorded(data: Mapping[str, Any]) -> Ledger:
@@ -190,4 +163,4 @@ def _recorded(data: Mapping[str, Any]) -> Ledger:
         except InvalidInputError:
             return Ledger()  # unreadable derived data: the entries go, the compaction does not
 
-    return _LEDGERS.get(data, None, 0, make)
+    return _LEDGERS.get((data, None), make, 0)

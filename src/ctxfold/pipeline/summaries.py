@@ -245,20 +245,8 @@ def ledger_moves(view: WorkingView, keep: int) -> Iterator[Replace]:
             continue
         if not holds_any_ledger(item.message.text):
             continue
-        text = _keep_identifiers(view, index, strip_ledger(item.message.text))
-        recorded = item.identifiers
-        held = None if recorded is None else tuple(i for i in recorded if i in text)
-        others = _text_outside_ledgers(view, index)
-        lost = tuple(i for i in (recorded or ()) if i not in text and i not in others)
-        yield Replace(
-            index,
-            index + 1,
-            item.message.replace(content=text),
-            kind="summary",
-            protected=frozenset(),
-            tier=LEDGER_TIER,
-            identifiers=IdentifierCounts(0, 0, lost, held),
-            ledger=item.ledger,
+        yield _put_back(
+            view, index, _keep_identifiers(view, index, strip_ledger(item.message.text))
         )
 
 
@@ -281,15 +269,23 @@ def shrink_ledger(view: WorkingView, excess: int) -> Replace | None:
     smaller = ledger_section(view, ledger_through(view, index + 1), cap)
     if not smaller:
         return None
-    shrunk = _keep_identifiers(view, index, f"{body}\n\n{smaller}")
+    return _put_back(view, index, _keep_identifiers(view, index, f"{body}\n\n{smaller}"))
+
+
+def _put_back(view: WorkingView, index: int, text: str) -> Replace:
+    """An edit that puts the summary at view position `index` back as `text`, with less of a
+    ledger section than it had: no summarizer wrote anything (`LEDGER_TIER`), its compaction
+    keeps the recorded ledger, and the identifiers it was recorded to hold that neither `text`
+    nor the rest of the view (ledger sections aside) shows are reported as left out."""
+    item = view.items[index]
     recorded = item.identifiers
-    held = None if recorded is None else tuple(i for i in recorded if i in shrunk)
+    held = None if recorded is None else tuple(i for i in recorded if i in text)
     others = _text_outside_ledgers(view, index)
-    lost = tuple(i for i in (recorded or ()) if i not in shrunk and i not in others)
+    lost = tuple(i for i in (recorded or ()) if i not in text and i not in others)
     return Replace(
         index,
         index + 1,
-        item.message.replace(content=shrunk),
+        item.message.replace(content=text),
         kind="summary",
         protected=frozenset(),
         tier=LEDGER_TIER,
@@ -303,14 +299,18 @@ def _keep_identifiers(view: WorkingView, index: int, text: str) -> str:
     with the identifiers it was recorded to hold and that the view no longer shows quoted back
     into its Identifiers section, most useful first, within a third of the tokens it gave up."""
     item = view.items[index]
-    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    if not item.identifiers:
+        return text
     elsewhere = "\n".join(
         f"{m.text}\n" + "\n".join(c.arguments for c in m.tool_calls)
         for position, m in enumerate(view.messages)
         if position != index
     )
-    gone = [i for i in item.identifiers or () if i not in text and i not in elsewhere]
-    if not gone or room <= 0:
+    gone = [i for i in item.identifiers if i not in text and i not in elsewhere]
+    if not gone:
+        return text  # nothing to quote back: no need to weigh what the section gave up
+    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    if room <= 0:
         return text
     return verify(text, gone, room, view.count_text).text
 

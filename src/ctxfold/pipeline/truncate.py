@@ -9,8 +9,7 @@ clearing, so the original stays in the log and the call keeps its result.
 from __future__ import annotations
 
 from ctxfold.errors import ConfigurationError
-from ctxfold.pipeline.clear import CLEARED_MARK, calls_by_result, gist
-from ctxfold.pipeline.proposals import MaskResults
+from ctxfold.pipeline.clear import CLEARED_MARK, check_keep_steps, gist, shrink_results
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 
@@ -48,43 +47,21 @@ class TruncateToolResults:
         for label, value in (("head_lines", head_lines), ("tail_lines", tail_lines)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigurationError(f"{label} must be a whole number >= 0, not {value!r}")
-        if keep_steps is not None and keep_steps < 1:
-            raise ConfigurationError(
-                f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
-                "what the agent is reading now, and are never cut"
-            )
+        check_keep_steps(keep_steps, "cut")
         self.head_lines = head_lines
         self.tail_lines = tail_lines
         self.keep_steps = keep_steps
         self.keep_tail = keep_tail
 
     def run(self, view: WorkingView) -> Flow:
-        keep_steps = max(1, view.rules.keep_steps if self.keep_steps is None else self.keep_steps)
-        protected = view.protected(keep_steps, tail=self.keep_tail)
-        calls = calls_by_result(view)
-        chosen: dict[int, str] = {}
-        saved = 0
-        for index, item in enumerate(view.items):
-            if saved >= view.excess:
-                break
-            message = item.message
-            if message.role != "tool" or index in protected:
-                continue
-            text = message.text
+        def shorter(index: int, tool: str, arguments: str) -> str | None:
+            item = view.items[index]
+            text = item.message.text
             if text.startswith(CLEARED_MARK) or CUT_PHRASE in text:
-                continue
-            tool, arguments = calls.get(index, ("tool", ""))
-            shorter = self.cut(text, tool, arguments, message.tool_call_id or "?", item.id)
-            if shorter is None:
-                continue
-            tokens = view.count(message.replace(content=shorter))
-            if tokens >= view.counts[index]:
-                continue  # `never-larger`: the marker would cost more than the lines it saves
-            chosen[index] = shorter
-            saved += view.counts[index] - tokens
-        if chosen:
-            yield MaskResults(chosen)
-        return None
+                return None
+            return self.cut(text, tool, arguments, item.message.tool_call_id or "?", item.id)
+
+        return shrink_results(view, self.keep_steps, self.keep_tail, shorter)
 
     def cut(self, text: str, tool: str, arguments: str, call_id: str, item_id: int) -> str | None:
         """`text` with its middle lines replaced by one marker line; None when it has no more

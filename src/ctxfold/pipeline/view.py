@@ -8,8 +8,6 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 
@@ -22,38 +20,14 @@ from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
-from ctxfold.protocols import TokenCounter
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
-from ctxfold.summarizers.redact import redact_messages
+from ctxfold.summarizers._memo import IdentityMemo
+from ctxfold.summarizers.redact import redacted
 from ctxfold.tokens.budget import user_words_bound
 
-
-class _NoteCounts:
-    """The counts of the last notes weighed, per counter (kept alive by the entry, so that its
-    id is not reused while the entry lives). Compactors may run in several threads: one lock."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._entries: OrderedDict[tuple[int, str, str], tuple[object, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def count(self, counter: TokenCounter, message: Message) -> int:
-        key = (id(counter), message.role, message.text)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and found[0] is counter:
-                self._entries.move_to_end(key)
-                return found[1]
-        tokens = counter.count_message(message)
-        with self._lock:
-            self._entries[key] = (counter, tokens)
-            if len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-        return tokens
-
-
-_NOTES = _NoteCounts(maxsize=4096)
+# The counts of the last notes weighed, per counter (by identity) and text.
+_NOTES: IdentityMemo[int] = IdentityMemo(maxsize=4096)
 
 MASKABLE = frozenset({"tool", "user"})
 """The roles a mask may give new content: tool results (cleared, cut) and user messages
@@ -137,7 +111,10 @@ class WorkingView:
         if not extra and message.text.startswith(NOTE_MARK):
             # A note's text repeats from run to run (the window weighs the same note for the
             # same gap each time): counted once per counter, not once per run.
-            tokens = _NOTES.count(self.rules.counter, message)
+            counter = self.rules.counter
+            tokens = _NOTES.get(
+                (counter,), lambda: counter.count_message(message), (message.role, message.text)
+            )
         else:
             tokens = self.rules.counter.count_message(message)
         self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
@@ -168,7 +145,8 @@ class WorkingView:
         applied, so a secret reaches neither the summarizer nor, through identifier
         restoration, the summary (`summaries-redacted`)."""
         stretch = self.messages[start:end]
-        return redact_messages(stretch, self.rules.redact) if self.rules.redact else stretch
+        redact = self.rules.redact
+        return [redacted(m, redact) for m in stretch] if redact else stretch
 
     def originals(self, start: int, end: int) -> list[Message]:
         """The messages at positions `[start, end)` as they were logged, before any mask (a
@@ -176,7 +154,8 @@ class WorkingView:
         redactor configured they are redacted too, so no identifier taken from them can put a
         secret back into a summary (`summaries-redacted`)."""
         logged = [item.unmasked for item in self.items[start:end]]
-        return redact_messages(logged, self.rules.redact) if self.rules.redact else logged
+        redact = self.rules.redact
+        return [redacted(m, redact) for m in logged] if redact else logged
 
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -136,7 +137,7 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
     if not text or not text.strip():
         return False
     words = _words(text)
-    instructions = _shingles(_words(request.instructions))
+    instructions = _instruction_shingles(request.instructions)
     if instructions:
         shared = len(instructions & _shingles(words))
         if shared * 4 >= len(instructions):
@@ -146,9 +147,12 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
     record = _words(_without(request.record or render_record(request.messages), identifiers))
     content = _words(_without(_content(request), identifiers)) if request.messages else record
     size = min(len(record), len(content))
+    own = _words(_without(text, identifiers))
     if size < SHINGLE:
-        return size > 0 and _words(_without(text, identifiers)) == content
-    copied = _covered(_words(_without(text, identifiers)), _shingles(record) | _shingles(content))
+        return size > 0 and own == content
+    if len(own) * 2 < size:
+        return False  # too few words to cover half the stretch's, whatever they copied
+    copied = _covered(own, _shingles(record) | _shingles(content))
     return copied * 2 >= size
 
 
@@ -168,6 +172,13 @@ def _without(text: str, identifiers: list[str]) -> str:
 
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
+
+
+@functools.lru_cache(maxsize=64)
+def _instruction_shingles(instructions: str) -> frozenset[tuple[str, ...]]:
+    """The runs of the instructions, which differ only by their length limit from request to
+    request: worked out once for each."""
+    return frozenset(_shingles(_words(instructions)))
 
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:

@@ -158,11 +158,12 @@ class ExtractiveSummarizer:
         if request.tokens > 0:
             budget = min(budget, request.tokens // 2)
         draft = _read(request)
-        text = _fit(draft, budget, self.count)
-        if text is None:
+        fitted = _fit(draft, budget, self.count)
+        if fitted is None:
             note = f"extractive: {budget} tokens cannot hold even the empty sections; declined"
             return SummaryResult(None, model="extractive", calls=1, notes=(note,))
-        return SummaryResult(text, model="extractive", output_tokens=self.count(text), calls=1)
+        text, tokens = fitted
+        return SummaryResult(text, model="extractive", output_tokens=tokens, calls=1)
 
 
 def _read(request: SummaryRequest) -> _Draft:
@@ -342,8 +343,9 @@ def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
-    """Render the draft, giving up the least useful lines until it fits `budget` tokens."""
+def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> tuple[str, int] | None:
+    """Render the draft, giving up the least useful lines until it fits `budget` tokens; the
+    text and its tokens, or None when not even the empty sections fit."""
     # Narrative first, then the bare identifiers least worth keeping, then the rest. A summary
     # made of identifiers alone tells the model nothing about what happened; and the engine
     # restores missing identifiers afterwards from a budget of their own.
@@ -364,13 +366,18 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
         lambda: _drop_oldest(draft.outstanding, keep=0),
         lambda: _drop_oldest(draft.objective, keep=0),
     ]
+    # The last text counted, and its tokens: a step with nothing to give up leaves the text as
+    # it was, and the next step starts from it without counting it again.
+    weighed: tuple[str, int] | None = None
     for step in steps:
         exhausted = False
         while not exhausted:
             text = render_sections(draft.sections())
-            excess = count(text) - budget
+            if weighed is None or weighed[0] != text:
+                weighed = (text, count(text))
+            excess = weighed[1] - budget
             if excess <= 0:
-                return text
+                return weighed
             # Give up about as many tokens as the excess before counting again: one count per
             # batch, not one per line (a line's own count slightly overstates what it frees).
             freed = 0
@@ -383,7 +390,8 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> str | None:
     if draft.hidden_work:
         draft.hidden_work = 0  # even the "… N calls not listed" line is too much
     text = render_sections(draft.sections())
-    return text if count(text) <= budget else None
+    tokens = weighed[1] if weighed is not None and weighed[0] == text else count(text)
+    return (text, tokens) if tokens <= budget else None
 
 
 def _drop_work(draft: _Draft, keep: int, failed: bool) -> str | None:

@@ -20,17 +20,18 @@ from a tool's output therefore never comes back into a summary as prose, whateve
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxfold.messages import Message
-from ctxfold.summarizers.quoting import code_span, escape_controls
+from ctxfold.messages.escapes import escape_controls
+from ctxfold.summarizers._memo import IdentityMemo
+from ctxfold.summarizers.quoting import code_span
 
 Kind = Literal["error", "path", "command", "url", "id", "hash"]
 PRIORITY: tuple[Kind, ...] = ("error", "path", "url", "id", "hash", "command")
@@ -57,6 +58,11 @@ _ERROR_LINE = re.compile(
     r")[ \t]*$",
     re.MULTILINE,
 )
+# Words one of which every match of `_ERROR_LINE` holds.
+_ERROR_WORDS = (
+    "Error", "Exception", "Warning", "Exit", "Interrupt", "error", "ERROR", "fatal", "FATAL",
+    "panic", "FAILED", "command not found", "No such file or directory", "Permission denied",
+)  # fmt: skip
 _PROMPT_LINE = re.compile(r"^[ \t]*\$[ \t]+(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`\]\[)(]+")
 _UUID = re.compile(
@@ -138,7 +144,14 @@ def extract_identifiers(source: str | Message | Iterable[Message]) -> list[str]:
 def error_lines(text: str) -> list[str]:
     """The error strings of `text` (exception lines, ``error: ...``, ``FAILED ...``), in order,
     each cut to its name and a short message."""
+    if not _may_hold_error(text):
+        return []
     return [short_error(match.group(1)) for match in _ERROR_LINE.finditer(text)]
+
+
+def _may_hold_error(text: str) -> bool:
+    """False when `text` holds none of the words every error line holds: no need to scan it."""
+    return any(word in text for word in _ERROR_WORDS)
 
 
 def short_error(line: str) -> str:
@@ -179,7 +192,7 @@ def _scan(source: str | Message | Iterable[Message]) -> Iterator[Identifier]:
         return
     messages = [source] if isinstance(source, Message) else source
     for message in messages:
-        yield from _MESSAGE_IDENTIFIERS.get(message)
+        yield from _MESSAGE_IDENTIFIERS.get((message,), functools.partial(_scan_message, message))
 
 
 def _scan_message(message: Message) -> tuple[Identifier, ...]:
@@ -191,36 +204,9 @@ def _scan_message(message: Message) -> tuple[Identifier, ...]:
     return tuple(found)
 
 
-class _PerMessage:
-    """The identifiers of the last `maxsize` message objects scanned, so a message is scanned
-    once however many compactions read it.
-
-    Keyed by identity (a message may hold an unhashable `extra` dict); each entry keeps a
-    reference to its message, so its id cannot be reused while the entry lives. Messages are
-    frozen, so an entry never goes stale. Compactors may run in several threads: one lock.
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._entries: OrderedDict[int, tuple[Message, tuple[Identifier, ...]]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, message: Message) -> tuple[Identifier, ...]:
-        key = id(message)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] is message:
-                self._entries.move_to_end(key)
-                return entry[1]
-        found = _scan_message(message)
-        with self._lock:
-            self._entries[key] = (message, found)
-            if len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-        return found
-
-
-_MESSAGE_IDENTIFIERS = _PerMessage(maxsize=65_536)
+# The identifiers of the last messages scanned, by identity: a message is scanned once however
+# many compactions read it.
+_MESSAGE_IDENTIFIERS: IdentityMemo[tuple[Identifier, ...]] = IdentityMemo(maxsize=65_536)
 
 
 def _unless_listing(found: list[Identifier]) -> list[Identifier]:
@@ -280,22 +266,30 @@ def _scan_text(text: str) -> Iterator[Identifier]:
     if not text:
         return
     hits: list[tuple[int, Identifier]] = []
-    for match in _ERROR_LINE.finditer(text):
+    for match in _ERROR_LINE.finditer(text) if _may_hold_error(text) else ():
         hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
-    for match in _PROMPT_LINE.finditer(text):
-        hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
+    if "$" in text:
+        for match in _PROMPT_LINE.finditer(text):
+            hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
     # Shorter patterns must not find pieces of longer ones (a path inside a URL, a hash inside a
-    # UUID), so each claimed span hides what lies inside it from the patterns after it.
-    claimed: list[tuple[int, int]] = []
-    for pattern, kind, accept in _SPAN_PATTERNS:
+    # UUID), so each claimed span hides what lies inside it from the patterns after it. Claimed
+    # spans never overlap one another, so sorted by start their ends are sorted too: the one
+    # claimed span that can overlap a match is the last to start before the match ends.
+    starts: list[int] = []
+    ends: list[int] = []
+    for pattern, kind, accept, needs in _SPAN_PATTERNS:
+        if needs and not any(literal in text for literal in needs):
+            continue  # the pattern cannot match: skip its pass over the text
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(s < end and start < e for s, e in claimed):
+            before = bisect.bisect_left(starts, end)
+            if before and ends[before - 1] > start:
                 continue
             value = accept(match.group(0))
             if value is None:
                 continue
-            claimed.append((start, start + len(value)))
+            starts.insert(before, start)
+            ends.insert(before, start + len(value))
             if kind is not None:
                 hits.append((start, Identifier(value, kind)))
     hits.sort(key=lambda hit: hit[0])
@@ -347,22 +341,27 @@ def _skip(value: str) -> str | None:
     return value
 
 
-_SPAN_PATTERNS: tuple[tuple[re.Pattern[str], Kind | None, Callable[[str], str | None]], ...] = (
-    (_URL, "url", _url),
-    (_TIMESTAMP, None, _skip),
-    (_SED_SCRIPT, None, _skip),
-    (_SED, None, _skip),
-    (_CALL_ID, None, _skip),
-    (_UUID, "id", _any),
-    (_EMAIL, "id", _any),
-    (_WINDOWS_PATH, "path", _any),
-    (_UNIX_PATH, "path", _path),
-    (_FILE_NAME, "path", _any),
-    (_TICKET, "id", _any),
-    (_HASH, "hash", _hash),
-    (_CODE, "id", _any),
-    (_ISSUE, "id", _any),
-    (_SNAKE_ID, "id", _snake_id),
+# Each pattern with the literals one of which any match of it holds (none: no such literal).
+# A text holding none of them is not scanned with the pattern: `in` costs a fraction of a
+# pass of the regex engine, and most texts lack most of these.
+_SPAN_PATTERNS: tuple[
+    tuple[re.Pattern[str], Kind | None, Callable[[str], str | None], tuple[str, ...]], ...
+] = (
+    (_URL, "url", _url, ("://",)),
+    (_TIMESTAMP, None, _skip, ("-",)),
+    (_SED_SCRIPT, None, _skip, ("sed",)),
+    (_SED, None, _skip, ("s/",)),
+    (_CALL_ID, None, _skip, ("call_", "toolu_")),
+    (_UUID, "id", _any, ("-",)),
+    (_EMAIL, "id", _any, ("@",)),
+    (_WINDOWS_PATH, "path", _any, (":\\",)),
+    (_UNIX_PATH, "path", _path, ("/",)),
+    (_FILE_NAME, "path", _any, (".",)),
+    (_TICKET, "id", _any, ("-",)),
+    (_HASH, "hash", _hash, ()),
+    (_CODE, "id", _any, ()),
+    (_ISSUE, "id", _any, ("#",)),
+    (_SNAKE_ID, "id", _snake_id, ("_",)),
 )
 
 

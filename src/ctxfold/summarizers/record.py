@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold.messages import Message
+from ctxfold.messages.escapes import escape_controls
 from ctxfold.messages.frames import SUMMARY_MARK, frame_kind
 from ctxfold.summarizers.identifiers import error_lines
-from ctxfold.summarizers.quoting import code_span, escape_controls
+from ctxfold.summarizers.quoting import code_span
 
 MAX_CHARS_PER_MESSAGE = 4000
 """Default: a message or argument longer than this many characters is clipped in the record."""

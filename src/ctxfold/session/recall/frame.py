@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
+from ctxfold.messages.escapes import escape_controls
 from ctxfold.session.recall.refs import format_ranges
 
 MIN_CONTENT_CHARS = 200
@@ -43,9 +44,6 @@ ROOMY_TOKENS = 600
 
 MAX_LABEL_CHARS = 200
 """Names, ids and the echoed ref or query are clipped to this many characters in a label."""
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 @dataclass(frozen=True)
@@ -85,16 +83,7 @@ def escape(text: str, limit: int = MAX_LABEL_CHARS) -> str:
     """
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return _CONTROL.sub(_escape_one, text)
-
-
-def _escape_one(match: re.Match[str]) -> str:
-    char = match.group(0)
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return escape_controls(text, bom=True)
 
 
 def frame(

@@ -1,0 +1,70 @@
+"""The identifier scan and the redactor skip a pattern's pass over a text that lacks a literal
+every match of the pattern holds. These tests hold each pattern to its literals, so a pattern
+changed later without its literals cannot silently stop finding identifiers or secrets."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfold.summarizers import identifiers, redact
+
+# Pieces that make the patterns match: the literals themselves, pieces of them, and the
+# characters around identifiers, so generated texts hold matches and near-misses alike.
+_PIECES = [
+    "://", ":/", "http", "https", "ftp", "file", "www.example.com/x", "-", "--", "2024", "05",
+    "15", "T10:20", "sed", "sed -n ", "'1,5p'", "s/", "/old/new/", "call_", "toolu_", "abcdef12",
+    "@", "a.b", "C:\\", "\\dir", "/", "src/app.py", "./x", "~/y", ".", ".py", ".json", ":12",
+    "JIRA", "-123", "#", "#42", "_", "user_42", "deadbeef1", "ABC12", "Error", "ValueError",
+    "Exception", "Warning", "Exit", "Interrupt", "error", "ERROR", "fatal", "FATAL", "panic",
+    "FAILED", ": ", "command not found", "No such file or directory", "Permission denied",
+    "$", "$ ls -la", "\n", " ", "\t", "x", "Z", "9", "é", "ſ", "ı", "bearer", "Bearer ", "BASIC ",
+    "basic", "Authorization", "authorization: token ", "0123456789abcdefXYZ", "mysql", "mariadb",
+    " -p", "hunter22", "db://u:", "pw1234@h",
+]  # fmt: skip
+_EXAMPLES = [
+    "see https://example.com/a", "at 2024-05-15T10:20", "sed -n '1,5p' f", "s/old/new/g",
+    "call_abcdef123", "123e4567-e89b-12d3-a456-426614174000", "a@b.example", "C:\\dir\\f.txt",
+    "src/app/main.py", "main.py", "JIRA-123", "fixes #42", "user_42", "ValueError: bad value",
+    "error: no such option", "FAILED tests/test_a.py::test_b", "ls: x: Permission denied",
+    "$ make test", "Authorization: Bearer abcdef1234567890", "postgresql://app:S3cret-pw@db/x",
+    "mysql -phunter22 db",
+]  # fmt: skip
+_TEXTS = st.lists(st.sampled_from(_PIECES + _EXAMPLES), max_size=24).map("".join)
+
+
+def _holds_literal(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> bool:
+    return not needs or pattern.search(text) is None or any(n in text for n in needs)
+
+
+@settings(max_examples=400)
+@given(_TEXTS)
+def test_every_identifier_pattern_match_holds_one_of_its_literals(text: str) -> None:
+    """A text the scan skips for a pattern is one where the pattern finds nothing."""
+    for pattern, _kind, _accept, needs in identifiers._SPAN_PATTERNS:
+        assert _holds_literal(pattern, needs, text), pattern.pattern
+    assert _holds_literal(identifiers._ERROR_LINE, identifiers._ERROR_WORDS, text)
+    assert _holds_literal(identifiers._PROMPT_LINE, ("$",), text)
+
+
+@settings(max_examples=400)
+@given(_TEXTS)
+def test_every_skipped_redaction_pass_would_have_found_nothing(text: str) -> None:
+    """A redaction pass is skipped only where its pattern finds nothing."""
+    assert _holds_literal(redact._URL_PASSWORD, ("://",), text)
+    assert _holds_literal(redact._MYSQL, ("mysql", "mariadb"), text)
+    if text.isascii():
+        assert _holds_literal(redact._AUTHORIZATION, redact._AUTHORIZATION_WORDS, text.lower())
+
+
+def test_the_literals_are_not_vacuous() -> None:
+    """Each pattern with literals does find something in a text that holds them."""
+    for pattern, _kind, _accept, needs in identifiers._SPAN_PATTERNS:
+        if needs:
+            assert any(pattern.search(text) for text in _EXAMPLES), pattern.pattern
+    assert identifiers.error_lines("ValueError: bad value") == ["ValueError: bad value"]
+    assert redact.redact_secrets("Authorization: Bearer abcdef1234567890") == (
+        "Authorization: Bearer [redacted]"
+    )
