@@ -123,14 +123,6 @@ class Fold:
         self.known = {}
         self.known_counter = None
 
-    def counts(self) -> tuple[str | None, dict[int, int]]:
-        """The counts this fold holds and the name of their counter: the tally's, or the
-        recorded ones."""
-        if self.tally is not None:
-            tally = self.tally
-            return tally.counter.name, {i.id: tally.count(i.id) for i in self.projection.items}
-        return self.known_counter, dict(self.known)
-
 
 def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
     tail: list[Item] = []
