@@ -10,7 +10,7 @@ from ctxfold.pipeline.proposals import MaskResults
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers.identifiers import PRIORITY, extract_identifiers, kind_of
-from ctxfold.summarizers.quoting import code_span
+from ctxfold.summarizers.quoting import code_span, head_at_boundary
 
 SHORTENED_PHRASE = "of this user message were cut here to fit the context window"
 """What every shortening marker says; a message holding it was shortened already."""
@@ -118,7 +118,7 @@ def shorten(text: str, item_id: int, keep_tokens: int, count: Callable[[str], in
     if tokens <= keep_tokens:
         return None
     keep = max(32, len(text) * keep_tokens // max(tokens, 1))
-    head = _cut_end(text, keep * 2 // 3)
+    head = head_at_boundary(text, keep * 2 // 3)
     tail = _cut_start(text, keep // 3)
     cut = len(text) - len(head) - len(tail)
     if cut <= 0:
@@ -141,18 +141,6 @@ def shorten(text: str, item_id: int, keep_tokens: int, count: Callable[[str], in
         f"session log as log item {item_id}; recall it from there.{listed}]"
     )
     return f"{head}\n{marker}\n{tail}"
-
-
-def _cut_end(text: str, limit: int) -> str:
-    """The longest head of `text` of at most `limit` characters, ending at a line or word end
-    when one falls in the last quarter."""
-    if limit >= len(text):
-        return text
-    for stop in ("\n", " "):
-        at = text.rfind(stop, 0, limit + 1)
-        if at >= limit * 3 // 4:
-            return text[:at].rstrip()
-    return text[:limit]
 
 
 def _cut_start(text: str, limit: int) -> str:

@@ -51,3 +51,15 @@ def unquote(item: str) -> str:
     if match is None or "`" * len(match.group(1)) in match.group(3):
         return item
     return match.group(3)
+
+
+def head_at_boundary(text: str, limit: int) -> str:
+    """The longest head of `text` of at most `limit` characters, ending at a line or word end
+    when one falls in the last quarter (shortened user messages and ledger lines alike)."""
+    if limit >= len(text):
+        return text
+    for stop in ("\n", " "):
+        at = text.rfind(stop, 0, limit + 1)
+        if at >= limit * 3 // 4:
+            return text[:at].rstrip()
+    return text[:limit]

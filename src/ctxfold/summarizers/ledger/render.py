@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ctxfold.errors import ConfigurationError
 from ctxfold.summarizers.identifiers import approximate_tokens
 from ctxfold.summarizers.ledger.values import Command, ErrorEntry, FileEntry, Ledger
+from ctxfold.summarizers.quoting import head_at_boundary
 from ctxfold.summarizers.record import LEDGER_HEADING
 
 HEADING = LEDGER_HEADING
@@ -238,7 +239,7 @@ def _task_text(ledger: Ledger, budget: int, count: Callable[[str], int]) -> str:
     best = ""
     while low <= high:
         middle = (low + high) // 2
-        head = _cut(text, middle)
+        head = head_at_boundary(text, middle)
         left = len(text) - len(head)
         candidate = (
             f"{fence}text\n{head}\n{fence}\n"
@@ -250,16 +251,6 @@ def _task_text(ledger: Ledger, budget: int, count: Callable[[str], int]) -> str:
         else:
             high = middle - 1
     return best
-
-
-def _cut(text: str, limit: int) -> str:
-    if limit >= len(text):
-        return text
-    for stop in ("\n", " "):
-        at = text.rfind(stop, 0, limit + 1)
-        if at >= limit * 3 // 4:
-            return text[:at].rstrip()
-    return text[:limit]
 
 
 def _assemble(
