@@ -528,3 +528,62 @@ def test_the_live_view_shows_what_was_stored_not_the_callers_objects(tmp_path: P
     assert live[0] is plain  # a plain message is kept as given: nothing to decode
     assert live[1].extra == {"parts": [{"type": "text", "text": "hi"}], "pair": [1, 2]}
     assert live[2].tool_calls == (ToolCall("c1", "bash", '{"cmd": "ls"}'),)
+
+
+def test_the_events_an_append_returns_are_the_stored_ones_and_the_callers_own(
+    tmp_path: Path,
+) -> None:
+    """What `append` returns is what a read of the log gives, for plain messages, tool calls
+    and messages with provider fields alike, one at a time or in a batch; changing what it
+    returned changes neither the log, nor the live view, nor what the next append returns."""
+
+    def build() -> list[Message]:
+        return [
+            Message("system", "You are terse."),
+            Message("user", "Fix tests/test_io.py — ünïcode 🚀"),
+            Message("assistant", None, (ToolCall("c1", "bash", '{"cmd": "ls"}'),)),
+            Message("tool", "ok", tool_call_id="c1", name="bash"),
+            Message("user", "see the parts", extra={"parts": [{"type": "text", "text": "hi"}]}),
+        ]
+
+    messages, expected = build(), build()
+    with SQLiteStore(tmp_path / "events.db") as store:
+        session = store.session("s")
+        returned = session.append(messages[:3]) + session.append(messages[3])
+        returned += session.append(messages[4])
+        stored = store.read("s")
+        assert returned == stored
+        for event in returned:
+            message = event.data["message"]
+            message["content"] = "changed"
+            for call in message.get("tool_calls", []):
+                call["name"] = "changed"
+            for part in message.get("extra", {}).get("parts", []):
+                part["text"] = "changed"
+        assert store.read("s") == stored
+        assert messages == expected
+        assert session.messages() == expected
+        assert store.session("s").messages() == expected
+        (again,) = session.append(messages[1])
+        assert again.data == stored[1].data
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (Message("user", ["a", "list"]), "content must be a string or None, not list"),  # type: ignore[arg-type]
+        (Message("user", "hi", name=7), "name must be a string or None, not int"),  # type: ignore[arg-type]
+        (Message("assistant", None, (ToolCall("", "bash"),)), "non-empty string id"),
+        (Message("assistant", None, (ToolCall("c1", "bash", {"a": 1}),)), "string arguments"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_message_a_read_would_refuse_is_refused_before_anything_is_written(
+    bad: Message, says: str
+) -> None:
+    """A message whose fields have types the log cannot give back (the constructor does not
+    check them) is refused by the append, naming the item, and nothing of the batch lands."""
+    session = MemoryStore().session("s")
+    with pytest.raises(InvalidInputError, match=f"item 1 of the append: .*{says}"):
+        session.append([Message("user", "first"), bad])
+    assert session.events() == []
+    assert session.messages() == []

@@ -76,6 +76,19 @@ class NewEvent:
 
 
 @dataclass(frozen=True)
+class FreshEvent(NewEvent):
+    """A `NewEvent` whose data nothing else holds and that is plain JSON already: dicts with
+    string keys, lists, strings, numbers (no NaN), booleans and None, nothing else (no tuple,
+    no other mapping).
+
+    A store hands such data back as the stored event's data, rather than decoding the JSON
+    text it has just written: the two are equal, and the caller cannot change the log through
+    either. The session layer makes these for the messages it builds the data of itself
+    (`Message.to_dict` of a message without `extra`); anything else should append a plain
+    `NewEvent`, whose data the store gives back as a copy."""
+
+
+@dataclass(frozen=True)
 class Event:
     """One stored entry of a session's log. `seq` is 1, 2, 3 … contiguous per session;
     `created_at` is seconds since the epoch (UTC)."""

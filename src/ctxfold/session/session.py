@@ -18,15 +18,17 @@ import gc
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeGuard
+from typing import Any
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
     COMPACTION,
     MASK,
+    MESSAGE,
     RESET,
     RESHAPING,
     Event,
+    FreshEvent,
     NewEvent,
     Overflow,
     Pin,
@@ -35,7 +37,7 @@ from ctxfold.events import (
     Unpin,
     Usage,
 )
-from ctxfold.messages import Message
+from ctxfold.messages import Message, ToolCall
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import checkpoint
 from ctxfold.session.fold import Fold
@@ -44,6 +46,7 @@ from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
+from ctxfold.storage.checks import decode_data, encode_data
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -119,11 +122,12 @@ class Session:
         An edit whose first try landed is recognised too, though its check now fails.
         """
         items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
-        batch = _as_events(items_list)
+        batch, known, others = _as_events(items_list)
         if not batch:
             return []
         with self._lock:
-            if any(e.type in RESHAPING for e in batch):
+            # Messages alone (the common append) need neither the edit check nor the event check.
+            if others and any(e.type in RESHAPING for e in batch):
                 self.refresh()
                 try:
                     last = self._state.projection.last_seq
@@ -136,7 +140,7 @@ class Session:
                         raise
                     return prior
                 expected_seq = self._state.projection.last_seq
-            else:
+            elif others:
                 # Messages given as Message values are valid by construction; a raw event is read
                 # back once here so a bad one is refused before anything is written.
                 for item, event in zip(items_list, batch, strict=True):
@@ -146,7 +150,7 @@ class Session:
             # `append` without the keyword) keeps working for unkeyed appends.
             keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
             stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
-            self._catch_up(stored, items_list)
+            self._catch_up(stored, known)
             self._keep_checkpoint(stored)
             return stored
 
@@ -163,19 +167,22 @@ class Session:
             return None
 
     def _catch_up(
-        self, stored: Sequence[Event], appended: Sequence[Message | NewEvent] = ()
+        self, stored: Sequence[Event], known: Sequence[Message | None] | None = None
     ) -> None:
         # When nobody else wrote in between, the events just stored are the next ones to fold:
         # fold them directly instead of reading them back from the store, with the Message
-        # values the caller appended (a Message is immutable, and the stored data is its
-        # `to_dict`), so a message is not decoded again right after it was encoded.
+        # values the caller appended where their stored data gives them back equal (`known`,
+        # None elsewhere), so a message is not decoded again right after it was encoded.
+        # Any other event is folded from a copy of its data: the events go back to the caller,
+        # who may change them, and the view must not change with them.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
-            if len(appended) == len(stored):
-                for event, item in zip(stored, appended, strict=True):
-                    self._state.fold(event, item if _plain(item) else None)
+            fold = self._state.fold
+            if known is not None and len(known) == len(stored):
+                for event, message in zip(stored, known, strict=True):
+                    fold(event if message is not None else _private(event), message)
             else:
                 for event in stored:
-                    self._state.fold(event)
+                    fold(_private(event))
         else:
             self.refresh()
 
@@ -575,33 +582,86 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _plain(item: Message | NewEvent) -> TypeGuard[Message]:
-    """Whether `item` is a message its stored form gives back equal and unshared: no `extra`
-    mapping (the caller may still hold and change it, and JSON turns tuples into lists) and
-    its tool calls a tuple of calls without one either."""
-    return (
-        isinstance(item, Message)
-        and not item.extra
-        and type(item.tool_calls) is tuple
-        and not any(call.extra for call in item.tool_calls)
+def _private(event: Event) -> Event:
+    """`event` with a copy of its data that shares nothing with it (what a read would give)."""
+    return Event(
+        event.session_id,
+        event.seq,
+        event.type,
+        decode_data(encode_data(event.data)),
+        event.created_at,
     )
 
 
-def _as_events(items: Message | NewEvent | Iterable[Message | NewEvent]) -> list[NewEvent]:
-    if isinstance(items, (Message, NewEvent)):
-        items = [items]
+def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | None]:
+    """The event that stores `item`, and the message the projection may fold as it is: `item`
+    itself when its stored form gives it back equal, else None (it is read from the stored
+    data). Refuses, before anything is written, a field of a type that a read of the log would
+    refuse (`Message.from_dict`): the constructor does not check them."""
+    content, call_id, name = item.content, item.tool_call_id, item.name
+    plain = type(item) is Message and not item.extra and type(item.tool_calls) is tuple
+    if not (
+        (content is None or type(content) is str)
+        and (call_id is None or type(call_id) is str)
+        and (name is None or type(name) is str)
+    ):
+        for field, value in (("content", content), ("tool_call_id", call_id), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(
+                    f"item {position} of the append: {field} must be a string or None, "
+                    f"not {type(value).__name__}; nothing was written"
+                )
+        plain = False  # a subclass of str: the stored form gives a str back
+    for call in item.tool_calls:
+        if not (
+            isinstance(call.id, str)
+            and call.id
+            and isinstance(call.name, str)
+            and call.name
+            and isinstance(call.arguments, str)
+        ):
+            raise InvalidInputError(
+                f"item {position} of the append: a tool call needs a non-empty string id and "
+                f"name and string arguments, not {call!r}; nothing was written"
+            )
+        if call.extra or not (
+            type(call) is ToolCall
+            and type(call.id) is str
+            and type(call.name) is str
+            and type(call.arguments) is str
+        ):
+            plain = False
+    if plain:
+        # Plain JSON built here and handed to nobody else (no `extra` the caller may still
+        # change, no tuple that JSON turns into a list): the store may give it back as stored,
+        # and the message folds as it is.
+        return FreshEvent(MESSAGE, {"message": item.to_dict()}), item
+    return NewEvent.message(item), None
+
+
+def _as_events(
+    items: Sequence[Message | NewEvent],
+) -> tuple[list[NewEvent], list[Message | None], int]:
+    """The events that store `items`; for each, the message the projection may fold as it is
+    (`_message_event`), else None; and how many items were events rather than messages."""
     out: list[NewEvent] = []
+    known: list[Message | None] = []
+    others = 0
     for position, item in enumerate(items):
         if isinstance(item, Message):
-            out.append(NewEvent.message(item))
+            event, message = _message_event(position, item)
+            out.append(event)
+            known.append(message)
         elif isinstance(item, NewEvent):
             out.append(item)
+            known.append(None)
+            others += 1
         else:
             raise InvalidInputError(
                 f"item {position} of the append is a {type(item).__name__}; "
                 "append takes Message or NewEvent values"
             )
-    return out
+    return out, known, others
 
 
 __all__ = ["AsyncSession", "Session"]

@@ -148,9 +148,12 @@ class StoreBase(abc.ABC):
             return self._prior(session_id, idempotency_key, batch, written)
         if batch.events:
             self._announce()
+        # A FreshEvent's own data is what decoding its text would give, so it is not decoded.
         return [
-            decode_event(session_id, written + i, e.type, e.data, created_at)
-            for i, e in enumerate(batch.events)
+            Event(session_id, seq, e.type, e.value, created_at)
+            if e.value is not None
+            else decode_event(session_id, seq, e.type, e.data, created_at)
+            for seq, e in enumerate(batch.events, start=written)
         ]
 
     def _prior(

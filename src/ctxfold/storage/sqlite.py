@@ -149,16 +149,29 @@ class SQLiteStore(StoreBase):
         idempotency_key: str | None,
         created_at: float,
     ) -> int | PriorAppend:
-        with self._connection() as conn:
+        # `_transaction` and `_connection` spelled out: this runs once per append, and the two
+        # context managers cost as much CPU as a small append's own statements.
+        conn = self._acquire()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                with _transaction(conn):
-                    return self._write(
-                        conn, session_id, batch, expected_seq, idempotency_key, created_at
-                    )
-            except sqlite3.IntegrityError:
-                # The one place a duplicate seq becomes a conflict: a writer that skipped the
-                # write lock won.
-                raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
+                written = self._write(
+                    conn, session_id, batch, expected_seq, idempotency_key, created_at
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite ends some failed transactions by itself; a second ROLLBACK would hide
+                # the error.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return written
+        except sqlite3.IntegrityError:
+            # The one place a duplicate seq becomes a conflict: a writer that skipped the
+            # write lock won.
+            raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
+        finally:
+            self._release(conn)
 
     @staticmethod
     def _write(
@@ -285,27 +298,39 @@ class SQLiteStore(StoreBase):
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        if self._shared is not None:
-            with self._shared_lock:
-                if self._closed:
-                    raise StoreClosedError(f"{self!r} is closed")
-                yield self._shared
-            return
+        conn = self._acquire()
+        try:
+            yield conn
+        finally:
+            self._release(conn)
+
+    def _acquire(self) -> sqlite3.Connection:
+        """A connection for this thread's use until `_release`: the shared one (its lock held)
+        for ``":memory:"``, else an idle one or a new one."""
+        if self.path == MEMORY:
+            self._shared_lock.acquire()
+            shared = self._shared
+            if self._closed or shared is None:
+                self._shared_lock.release()
+                raise StoreClosedError(f"{self!r} is closed")
+            return shared
         with self._lock:
             if self._closed:
                 raise StoreClosedError(f"{self!r} is closed")
             conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._connect()
-        try:
-            yield conn
-        finally:
-            with self._lock:
-                keep = not self._closed and len(self._idle) < _MAX_IDLE
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
+        return conn if conn is not None else self._connect()
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        if self.path == MEMORY:
+            # The shared connection: `close` closes it, once every holder has let go of it.
+            self._shared_lock.release()
+            return
+        with self._lock:
+            keep = not self._closed and len(self._idle) < _MAX_IDLE
+            if keep:
+                self._idle.append(conn)
+        if not keep:
+            conn.close()
 
     def _connect(self) -> sqlite3.Connection:
         path = self.path if self.path == MEMORY else os.path.expanduser(self.path)

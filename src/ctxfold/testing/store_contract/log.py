@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ctxfold.errors import ConflictError, CtxfoldError, InvalidInputError
-from ctxfold.events import Event, NewEvent
+from ctxfold.events import Event, FreshEvent, NewEvent
 from ctxfold.storage.base import StoreBase
 from ctxfold.storage.checks import MAX_SESSION_ID_BYTES
 from ctxfold.testing.store_contract._base import UNICODE_TEXTS, ContractBase, turn
@@ -282,6 +282,14 @@ class LogContract(ContractBase):
                 store.append("s", [turn(0), bad])
         assert store.read("s") == []
 
+    def test_data_that_contains_itself_is_refused(self, store: StoreBase) -> None:
+        """Data that holds itself (no JSON can) is refused, naming the event; nothing lands."""
+        looped: dict[str, Any] = {"n": 1}
+        looped["again"] = [looped]
+        with pytest.raises(InvalidInputError, match=r"event 1 of the batch.*not JSON"):
+            store.append("s", [turn(0), NewEvent("turn", looped)])
+        assert store.read("s") == []
+
     def test_events_must_be_a_list(self, store: StoreBase) -> None:
         """Passing one event instead of a list is an error that says so."""
         with pytest.raises(InvalidInputError, match="list of NewEvent"):
@@ -333,6 +341,29 @@ class LogContract(ContractBase):
         appended[0].data["items"].append(3)
         store.read("s")[0].data["items"].append(4)
         assert store.read("s")[0].data == {"items": [1]}
+
+    def test_a_fresh_event_comes_back_as_a_read_gives_it(self, store: StoreBase) -> None:
+        """A `FreshEvent` (data made for the store alone, as a session makes its messages')
+        comes back from the append equal to what a read gives, types and key order included;
+        changing what came back never changes the log."""
+        data: dict[str, Any] = {
+            "zebra": {"text": UNICODE_TEXTS["emoji"], "n": [1, 2.5, None, True, False]},
+            "apple": {},
+            "big": 2**62,
+        }
+        (appended,) = store.append("s", [turn(0), FreshEvent("app/fresh", data)])[1:]
+        (read,) = store.read("s", after=1)
+        assert appended == read
+        assert list(appended.data) == list(read.data) == ["zebra", "apple", "big"]
+        assert [type(v) for v in appended.data["zebra"]["n"]] == [
+            int,
+            float,
+            type(None),
+            bool,
+            bool,
+        ]
+        appended.data["zebra"]["n"].append(3)
+        assert store.read("s", after=1) == [read]
 
     def test_session_reads_and_writes_this_store(self, store: StoreBase) -> None:
         """`store.session(id)` is a Session over this store: what it appends, the store holds."""
