@@ -587,3 +587,18 @@ def test_a_message_a_read_would_refuse_is_refused_before_anything_is_written(
         session.append([Message("user", "first"), bad])
     assert session.events() == []
     assert session.messages() == []
+
+
+def test_messages_appended_after_an_estimate_are_counted_once_each(tmp_path: Path) -> None:
+    """Once a session has a running count, every message appended after it, one at a time or
+    in a batch, is counted into it: the estimate equals a count of the same log from scratch."""
+    counter = HeuristicCounter()
+    with SQLiteStore(tmp_path / "events.db") as store:
+        session = store.session("s", counter=counter)
+        session.append(conversation()[:3])
+        before = session.estimate()
+        session.append(Message("user", "and one more thing: tests/test_io.py"))
+        session.append(conversation()[3:])
+        cold = store.session("s", counter=counter)
+        assert session.estimate() == cold.estimate() > before
+        assert session.tally().count(session.items()[-1].id) > 0

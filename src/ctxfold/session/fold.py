@@ -91,6 +91,14 @@ class Fold:
             self.known_counter = change.counter
             self.known.update(change.tokens)
 
+    def fold_message(self, seq: int, message: Message) -> None:
+        """Fold in the message event at `seq` whose message the caller holds: what `fold` does
+        for it, with none of the checks only other events need (a batch of appends folds this
+        way, message by message)."""
+        item = self.projection.add_message(seq, message)
+        if self.tally is not None:
+            self.tally.add(item.id, message)
+
     def attach(self, tally: Tally, previous: Tally | None = None) -> None:
         """Count the projection into `tally` (empty) and keep it current from now on.
 

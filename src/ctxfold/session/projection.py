@@ -304,12 +304,7 @@ class Projection:
         if event.type == MESSAGE:
             if message is None:
                 message = event.message
-            item = Item(event.seq, message, "message", event.seq)
-            self._items.append(item)
-            self._messages.append(item.message)
-            self._keys.append(item.key)
-            self._key_of[item.id] = item.key
-            return Change(added=(item,))
+            return Change(added=(self._add(event.seq, message),))
         if event.type == COMPACTION:
             return self._compact(event.seq, Compaction.from_data(event.data))
         if event.type == MASK:
@@ -325,6 +320,24 @@ class Projection:
         elif event.type == UNPIN:
             self._pins.difference_update(Unpin.from_data(event.data).ids)
         return Change()
+
+    def add_message(self, seq: int, message: Message) -> Item:
+        """Fold in the message event at `seq` (after every seq folded so far), whose message
+        is `message`; what `apply` does for it, without building a `Change`."""
+        if seq <= self.last_seq:
+            raise InvalidHistoryError(
+                f"event {seq} arrived after {self.last_seq}; events fold in seq order"
+            )
+        self.last_seq = seq
+        return self._add(seq, message)
+
+    def _add(self, seq: int, message: Message) -> Item:
+        item = Item(seq, message, "message", seq)
+        self._items.append(item)
+        self._messages.append(message)
+        self._keys.append(seq)
+        self._key_of[seq] = seq
+        return item
 
     def _compact(self, seq: int, compaction: Compaction) -> Change:
         start, end = self._run_of(compaction)

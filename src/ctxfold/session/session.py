@@ -176,13 +176,16 @@ class Session:
         # Any other event is folded from a copy of its data: the events go back to the caller,
         # who may change them, and the view must not change with them.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
-            fold = self._state.fold
+            state = self._state
             if known is not None and len(known) == len(stored):
                 for event, message in zip(stored, known, strict=True):
-                    fold(event if message is not None else _private(event), message)
+                    if message is not None:
+                        state.fold_message(event.seq, message)
+                    else:
+                        state.fold(_private(event))
             else:
                 for event in stored:
-                    fold(_private(event))
+                    state.fold(_private(event))
         else:
             self.refresh()
 
