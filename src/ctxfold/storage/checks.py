@@ -119,7 +119,9 @@ def encode_batch(
     """Check every event of a batch and encode its data, refusing the batch at the first bad one.
 
     `digest`: compute the batch's digest (else it is ""); only keyed appends need it."""
-    if isinstance(events, (str, bytes, NewEvent)) or not isinstance(events, Sequence):
+    if type(events) is not list and (
+        isinstance(events, (str, bytes, NewEvent)) or not isinstance(events, Sequence)
+    ):
         raise InvalidInputError(
             f"session {session_id!r}: events must be a list of NewEvent, not {events!r}"
         )
