@@ -71,15 +71,22 @@ class Encoder:
         if new:
             tally = fold.tally
             known = fold.known
-            entries = [
-                _entry(
-                    item,
-                    tally.count(item.id) if tally is not None else known.get(item.id),
-                    fold.altered,
-                )
-                for item in new
-            ]
-            self._chunks.append(_dumps(entries)[1:-1])
+            altered = fold.altered
+            parts = []
+            for item in new:
+                tokens = tally.count(item.id) if tally is not None else known.get(item.id)
+                if (
+                    item.kind == "message"
+                    and item.covers is None
+                    and item.id not in altered
+                    and (tokens is None or type(tokens) is int)
+                ):
+                    # What `_entry` and `_dumps` give such an item, without building either:
+                    # nearly every item is one, and a checkpoint writes thousands at a time.
+                    parts.append(f"[{item.id},{'null' if tokens is None else tokens}]")
+                else:
+                    parts.append(_dumps(_entry(item, tokens, altered)))
+            self._chunks.append(",".join(parts))
             self._done = len(items)
         counter = fold.tally.counter.name if fold.tally is not None else fold.known_counter
         anchor = fold.anchor

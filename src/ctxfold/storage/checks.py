@@ -127,10 +127,14 @@ def encode_batch(
         )
     encoded = []
     hashed = hashlib.blake2b(digest_size=16) if digest else None
+    # One C encoder for the batch (`encode_data` says why not json.dumps): encoding one event
+    # leaves its table of open containers empty again, and a failure ends the batch.
+    scan = _new_c_encoder() if _make_encoder is not None else None
     # This loop runs once per appended event, so the common case costs a few checks that are
     # O(1) on CPython (`isascii` reads a flag); the error messages are built only on failure.
     for index, event in enumerate(events):
-        if not isinstance(event, NewEvent):
+        fresh = type(event) is FreshEvent
+        if not fresh and not isinstance(event, NewEvent):
             raise InvalidInputError(
                 f"{_where(session_id, index)}: expected a NewEvent, got {event!r}"
             )
@@ -145,7 +149,7 @@ def encode_batch(
             _check_storable_text(kind, f"{where}: type")
             _check_no_nul(kind, f"{where}: type")
         try:
-            text = encode_data(data)
+            text = "".join(scan(data, 0)) if scan is not None else _ENCODER.encode(data)
         except (TypeError, ValueError, RecursionError) as exc:
             # NewEvent checked its data when it was made; a dict can change after that.
             raise InvalidInputError(
@@ -153,7 +157,7 @@ def encode_batch(
             ) from None
         if not text.isascii():
             _check_storable_text(text, f"{_where(session_id, index)}: data")
-        encoded.append(EncodedEvent(kind, text, data if type(event) is FreshEvent else None))
+        encoded.append(EncodedEvent(kind, text, data if fresh else None))
         if hashed is not None:
             # Length-prefixed, so no two different batches can run together into one digest.
             for part in (kind, text):
@@ -176,10 +180,15 @@ def encode_data(data: Mapping[str, Any]) -> str:
     if _make_encoder is None:
         return _ENCODER.encode(data)
     # json.dumps builds an encoder object and then the C encoder for every call, which costs a
-    # third of encoding a typical message; this builds only the C encoder, with the same
-    # settings and its own table of the containers being encoded (how a circular structure is
-    # found), so calls from several threads never share one.
-    return "".join(_make_encoder({}, _ENCODER.default, encode_basestring, *_C_SETTINGS)(data, 0))
+    # third of encoding a typical message; this builds only the C encoder.
+    return "".join(_new_c_encoder()(data, 0))
+
+
+def _new_c_encoder() -> Callable[[Any, int], list[str]]:
+    """The C encoder with `_ENCODER`'s settings and its own table of the containers being
+    encoded (how a circular structure is found), so threads never share one."""
+    assert _make_encoder is not None
+    return _make_encoder({}, _ENCODER.default, encode_basestring, *_C_SETTINGS)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
