@@ -151,7 +151,7 @@ class Session:
             keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
             stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
             self._catch_up(stored, known)
-            self._keep_checkpoint(stored)
+            self._keep_checkpoint(stored, reshaped=None if others else False)
             return stored
 
     def _landed_before(self, batch: list[NewEvent], key: str | None) -> list[Event] | None:
@@ -274,15 +274,19 @@ class Session:
         self._keep_checkpoint(stored)
         return stored[0]
 
-    def _keep_checkpoint(self, stored: Sequence[Event]) -> None:
+    def _keep_checkpoint(self, stored: Sequence[Event], *, reshaped: bool | None = None) -> None:
         # At each compaction, mask or reset (the projection just changed shape), and every
         # `checkpoint_every` events. Derived data: the store logs a failure to keep it.
+        # `reshaped`: whether `stored` holds such an event, when the caller knows (None: look).
         every = self.checkpoint_every
         last = self._state.projection.last_seq
         if every is None or not stored or last <= self._checkpoint_seq:
             return
-        if last - self._checkpoint_seq < every and not any(e.type in _RESHAPED for e in stored):
-            return
+        if last - self._checkpoint_seq < every:
+            if reshaped is None:
+                reshaped = any(e.type in _RESHAPED for e in stored)
+            if not reshaped:
+                return
         self._checkpoint_seq = last
         self.store.save_snapshot(self.id, last, self._checkpoints.encode(self._state))
 
