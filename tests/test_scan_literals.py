@@ -68,3 +68,27 @@ def test_the_literals_are_not_vacuous() -> None:
     assert redact.redact_secrets("Authorization: Bearer abcdef1234567890") == (
         "Authorization: Bearer [redacted]"
     )
+
+
+_LINED_TEXTS = st.lists(st.sampled_from([*_PIECES, *_EXAMPLES, "\n", "\r\n", "\n\n"]), max_size=40)
+
+
+@settings(max_examples=400)
+@given(_LINED_TEXTS, st.integers(min_value=0, max_value=40))
+def test_no_identifier_pattern_crosses_a_line_so_lines_scan_alone(
+    pieces: list[str], seen_before: int
+) -> None:
+    """The identifiers of a text, scanned line by line with the lines met before remembered,
+    are exactly those one pass over the whole text finds, in the same order: no pattern
+    matches across a newline, and a remembered line gives what scanning it again would."""
+    text = "".join(pieces)
+    whole = [found for _start, found in identifiers._scan_span(text)]
+    # Some of its lines already met (in another text), the rest new.
+    earlier = "\n".join(text.split("\n")[:seen_before])
+    list(identifiers._scan_text(earlier))
+    assert list(identifiers._scan_text(text)) == whole
+    assert list(identifiers._scan_text(text)) == whole  # every line remembered now
+    for line in text.split("\n"):
+        assert list(identifiers._scan_text(line)) == [
+            found for _start, found in identifiers._scan_span(line)
+        ]
