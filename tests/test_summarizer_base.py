@@ -300,3 +300,21 @@ def test_the_echo_check_reads_the_same_words_in_ascii_and_other_text(text: str) 
     from ctxfold.summarizers import base
 
     assert base._words(text) == [w.lower() for w in base._WORD.findall(text)]
+
+
+_WORDS = st.lists(st.sampled_from(["a", "b"]), max_size=40)
+
+
+@settings(max_examples=300)
+@given(_WORDS, _WORDS, _WORDS)
+def test_the_echo_check_counts_the_same_copied_words_from_the_shared_runs_alone(
+    own: list[str], record: list[str], content: list[str]
+) -> None:
+    """How many of a summary's words the echo check finds inside runs the stretch holds is the
+    same whether it looks them up among every run of the stretch or among the runs the summary
+    and the stretch share."""
+    from ctxfold.summarizers import base
+
+    every = base._shingles(record) | base._shingles(content)
+    shared = base._shared_shingles(own, (record, content))
+    assert base._covered(own, shared) == base._covered(own, every)
