@@ -6,11 +6,14 @@ is a `Sequence`, not a list, and it keeps showing the moment it was taken.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ctxfold.events import MASK, NewEvent, Reset, Retraction
+from ctxfold.errors import StoreClosedError
+from ctxfold.events import MASK, Event, NewEvent, Reset, Retraction
 from ctxfold.messages import Message
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore, SQLiteStore
@@ -124,3 +127,91 @@ def test_views_of_a_reopened_session_read_the_same(tmp_path: object) -> None:
         seen = first.messages()
     with SQLiteStore(path) as store:
         assert store.session("s").messages() == seen
+
+
+def test_a_look_at_an_unchanged_in_memory_log_reads_nothing(session: Session) -> None:
+    """On a store that sees every write (MemoryStore), reading the view again when nothing was
+    appended anywhere in the store does not read the log; an append through another Session
+    object, through the store itself or to another session is still seen at the next look."""
+    reads: list[int] = []
+    store = session.store
+    original = store.stream
+
+    def counting_stream(session_id: str, after: int = 0) -> Iterator[Event]:
+        events = list(original(session_id, after))
+        reads.append(len(events))
+        return iter(events)
+
+    store.stream = counting_stream  # type: ignore[method-assign]
+    session.messages()
+    reads.clear()
+    session.append(Message("user", "one more"))
+    for _ in range(3):
+        session.messages()
+        session.estimate()
+    assert reads == []  # its own append was folded directly, and nothing else came
+    store.session("reads").append(Message("assistant", "from another object"))
+    assert session.messages()[-1].content == "from another object"
+    store.append("reads", [NewEvent.message(Message("user", "straight to the store"))])
+    assert session.messages()[-1].content == "straight to the store"
+    store.append("elsewhere", [NewEvent.message(Message("user", "another session"))])
+    assert session.messages()[-1].content == "straight to the store"
+    session.append(Message("assistant", "mine"))
+    assert [m.content for m in session.messages()[-3:]] == [
+        "from another object",
+        "straight to the store",
+        "mine",
+    ]
+
+
+def test_a_write_from_another_session_object_between_two_of_mine_is_seen() -> None:
+    """My append folds itself in directly only when no other append happened since my last
+    look; otherwise the next look reads what the other writer stored, in seq order."""
+    store = MemoryStore()
+    mine, other = store.session("s"), store.session("s")
+    mine.append(Message("user", "first"))
+    assert len(mine.messages()) == 1
+    other.append(Message("assistant", "second"))
+    mine.append(Message("user", "third"))  # lands after the other writer's message
+    assert [m.content for m in mine.messages()] == ["first", "second", "third"]
+    assert [m.content for m in other.messages()] == ["first", "second", "third"]
+
+
+def test_only_a_store_that_sees_every_write_offers_a_change_mark(tmp_path: Path) -> None:
+    """MemoryStore's change mark moves with every append that writes; a SQLite file, which
+    other processes may write, offers none (its sessions read the log at every look), and a
+    closed MemoryStore offers none either, so a read after close reports the closed store."""
+    memory = MemoryStore()
+    mark = memory.change_mark()
+    assert mark is not None
+    memory.append("s", [NewEvent.message(Message("user", "x"))])
+    assert memory.change_mark() != mark
+    session = memory.session("s")
+    assert len(session.messages()) == 1
+    memory.close()
+    assert memory.change_mark() is None
+    with pytest.raises(StoreClosedError):
+        session.messages()
+    with SQLiteStore(tmp_path / "marks.db") as sqlite:
+        assert sqlite.change_mark() is None
+
+
+class _Echoing(MemoryStore):
+    """A store where another writer appends to the same session right after each append of
+    a user message, before the appender hears back: the race of a busy session, made certain."""
+
+    def append(self, session_id: str, events: Any, *args: Any, **kwargs: Any) -> Any:
+        stored = super().append(session_id, events, *args, **kwargs)
+        if any(e.type == "message" and e.data["message"]["role"] == "user" for e in events):
+            super().append(session_id, [NewEvent.message(Message("assistant", "echo"))])
+        return stored
+
+
+def test_a_write_that_lands_right_after_mine_is_seen_at_the_next_look() -> None:
+    """When another writer appends just after my append, before I fold it in, my next look
+    still reads that write instead of taking the view as caught up."""
+    session = _Echoing().session("s")
+    session.append(Message("user", "one"))
+    assert [m.content for m in session.messages()] == ["one", "echo"]
+    session.append(Message("user", "two"))
+    assert [m.content for m in session.messages()] == ["one", "echo", "two", "echo"]

@@ -68,3 +68,48 @@ def test_the_literals_are_not_vacuous() -> None:
     assert redact.redact_secrets("Authorization: Bearer abcdef1234567890") == (
         "Authorization: Bearer [redacted]"
     )
+
+
+_LINED_TEXTS = st.lists(st.sampled_from([*_PIECES, *_EXAMPLES, "\n", "\r\n", "\n\n"]), max_size=40)
+
+
+@settings(max_examples=400)
+@given(_LINED_TEXTS, st.integers(min_value=0, max_value=40))
+def test_no_identifier_pattern_crosses_a_line_so_lines_scan_alone(
+    pieces: list[str], seen_before: int
+) -> None:
+    """The identifiers of a text, scanned line by line with the lines met before remembered,
+    are exactly those one pass over the whole text finds, in the same order: no pattern
+    matches across a newline, and a remembered line gives what scanning it again would."""
+    text = "".join(pieces)
+    whole = [found for _start, found in identifiers._scan_span(text)]
+    # Some of its lines already met (in another text), the rest new.
+    earlier = "\n".join(text.split("\n")[:seen_before])
+    list(identifiers._scan_text(earlier))
+    assert list(identifiers._scan_text(text)) == whole
+    assert list(identifiers._scan_text(text)) == whole  # every line remembered now
+    for line in text.split("\n"):
+        assert list(identifiers._scan_text(line)) == [
+            found for _start, found in identifiers._scan_span(line)
+        ]
+
+
+_PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq0jcaIwJcPBmoQTEJQoX4v0PZ1Gg\n"
+_SECRET_TEXTS = st.lists(
+    st.sampled_from([*_PIECES, *_EXAMPLES, "\n", "\r\n", "=", "password=", "--token ", _PEM]),
+    max_size=40,
+)
+
+
+@settings(max_examples=400)
+@given(_SECRET_TEXTS, st.integers(min_value=0, max_value=40))
+def test_redacting_line_by_line_gives_what_one_pass_over_the_text_gives(
+    pieces: list[str], seen_before: int
+) -> None:
+    """A text redacted with some of its lines met before (and remembered) comes out exactly
+    as one sequence of passes over the whole text makes it: no redaction pattern but the key
+    blocks' crosses a newline, and those are redacted over the whole text."""
+    text = "".join(pieces)
+    redact.redact_secrets("\n".join(text.split("\n")[:seen_before]))
+    assert redact.redact_secrets(text) == redact._redact_whole(text)
+    assert redact.redact_secrets(text) == redact._redact_whole(text)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import transcript_params
 from ctxfold.errors import SummarizerError
@@ -288,3 +290,31 @@ async def test_function_summarizer_wraps_async_functions() -> None:
     assert double.is_async and as_summarizer(double).is_async
     assert (await as_summarizer(double).acall(request())).text == SUMMARY
     assert double.calls == 1
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(codec="ascii"), max_size=200) | st.text(max_size=200))
+def test_the_echo_check_reads_the_same_words_in_ascii_and_other_text(text: str) -> None:
+    """The words the echo check compares are the text's words, each lowered, whether the
+    text is ASCII (lowered in one pass) or not (each word lowered alone)."""
+    from ctxfold.summarizers import base
+
+    assert base._words(text) == [w.lower() for w in base._WORD.findall(text)]
+
+
+_WORDS = st.lists(st.sampled_from(["a", "b"]), max_size=40)
+
+
+@settings(max_examples=300)
+@given(_WORDS, _WORDS, _WORDS)
+def test_the_echo_check_counts_the_same_copied_words_from_the_shared_runs_alone(
+    own: list[str], record: list[str], content: list[str]
+) -> None:
+    """How many of a summary's words the echo check finds inside runs the stretch holds is the
+    same whether it looks them up among every run of the stretch or among the runs the summary
+    and the stretch share."""
+    from ctxfold.summarizers import base
+
+    every = base._shingles(record) | base._shingles(content)
+    shared = base._shared_shingles(own, (record, content))
+    assert base._covered(own, shared) == base._covered(own, every)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.tokens import REPLY_PRIMING_TOKENS, HeuristicCounter, Tally, count_messages
+from ctxfold.tokens.tally import TextCounts
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
 
@@ -223,3 +225,40 @@ def test_any_sequence_of_edits_keeps_the_total_equal_to_a_recount(
         since = sum(heuristic.count_message(m) for m in added_since.values())
         assert tally.estimate == anchor + since
     assert tally.total in (0, sum(tally.count(i) for i in present) + REPLY_PRIMING_TOKENS)
+
+
+class _TextCounting:
+    """HeuristicCounter's counts, and how many texts it was asked to count."""
+
+    name = "counting"
+    exact = False
+
+    def __init__(self) -> None:
+        self.inner = HeuristicCounter()
+        self.texts = 0
+
+    def count_text(self, text: str) -> int:
+        self.texts += 1
+        return self.inner.count_text(text)
+
+    def count_message(self, message: Message) -> int:
+        return self.inner.count_message(message)
+
+    def count_tools(self, tools: Any) -> int:
+        return self.inner.count_tools(tools)
+
+
+def test_text_counts_give_the_counters_count_and_count_each_remembered_text_once() -> None:
+    """TextCounts answers what its counter answers; a text it still remembers is not counted
+    again, and what it remembers stays within `max_chars` characters, the oldest going first
+    (then counted again when asked)."""
+    counter = _TextCounting()
+    count = TextCounts(counter, max_chars=30)
+    texts = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota"]
+    assert [count(t) for t in texts] == [counter.inner.count_text(t) for t in texts]
+    assert counter.texts == 3
+    assert count(texts[2]) == counter.inner.count_text(texts[2]) and counter.texts == 3
+    assert count(texts[0]) == counter.inner.count_text(texts[0]) and counter.texts == 4
+    long = "x" * 40  # longer than max_chars: counted, never kept
+    assert count(long) == count(long) == counter.inner.count_text(long)
+    assert counter.texts == 6

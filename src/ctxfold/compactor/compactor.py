@@ -29,7 +29,7 @@ from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
-from ctxfold.tokens.tally import Tally
+from ctxfold.tokens.tally import Tally, TextCounts
 
 log = logging.getLogger("ctxfold.compactor")
 
@@ -111,10 +111,9 @@ class Compactor:
             )
         self.budget = budget
         self.counter = counter or make_counter("auto")
+        self._text_counts = TextCounts(self.counter)
         self.summarizer: Summarizer = (
-            summarizer
-            if summarizer is not None
-            else ExtractiveSummarizer(count=self.counter.count_text)
+            summarizer if summarizer is not None else ExtractiveSummarizer(count=self._text_counts)
         )
         self.pipeline = pipeline or Pipeline.default()
         self.on_compact = on_compact
@@ -325,6 +324,7 @@ class Compactor:
             else (budget.keep_user_tokens if budget else None),
             summary_role=self.summary_role,
             redact=self.redact,
+            count_text=self._counts_for(self.counter),
         )
         return RunSettings(
             pipeline=pipeline or self.pipeline,
@@ -335,6 +335,13 @@ class Compactor:
             raise_failures=raise_failures,
             shrink=shrink,
         )
+
+    def _counts_for(self, counter: TokenCounter) -> TextCounts:
+        # The counts remembered are `counter`'s: a compactor given another counter since
+        # starts remembering afresh.
+        if self._text_counts.counter is not counter:
+            self._text_counts = TextCounts(counter)
+        return self._text_counts
 
     def _tend(self, budget: Budget) -> Any:
         # Background planning runs in the automatic trigger's settings, so its failures are

@@ -30,6 +30,9 @@ class Rules:
     - `summary_role`: the role summaries and notes are written with (default "user").
     - `redact(text) -> text`: applied to every summary before it is stored
       (`summaries-redacted`).
+    - `count_text(text) -> tokens`: how the run counts a bare text; None (default) is
+      ``counter.count_text``. A compactor passes its `TextCounts`, which remembers counts from
+      run to run; it must count as `counter` does.
     """
 
     counter: TokenCounter
@@ -40,3 +43,4 @@ class Rules:
     keep_user_tokens: int | None = None
     summary_role: SummaryRole = "user"
     redact: Callable[[str], str] | None = None
+    count_text: Callable[[str], int] | None = None

@@ -125,7 +125,8 @@ class WorkingView:
         ledger's lines and sections are weighed again round after round."""
         tokens = self._texts.get(text)
         if tokens is None:
-            tokens = self._texts[text] = self.rules.counter.count_text(text)
+            count = self.rules.count_text or self.rules.counter.count_text
+            tokens = self._texts[text] = count(text)
         return tokens
 
     def synthetic(self) -> frozenset[int]:

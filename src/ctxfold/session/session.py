@@ -92,6 +92,8 @@ class Session:
         self._counter = counter
         self._state = Fold()
         self._started = False
+        self._mark: int | None = None
+        """The store's `change_mark` when this projection last caught up with its log."""
         self._checkpoint_seq = 0
         self._checkpoints = checkpoint.Encoder()
         self._lock = threading.RLock()
@@ -186,6 +188,11 @@ class Session:
             else:
                 for event in stored:
                     state.fold(_private(event))
+            # Caught up still, when the only append the store saw since the last look is this
+            # one: then the next look need not read the log.
+            mark = self.store.change_mark()
+            if mark is not None and self._mark is not None and mark == self._mark + 1:
+                self._mark = mark
         else:
             self.refresh()
 
@@ -296,8 +303,13 @@ class Session:
         from the store's checkpoint of this session, when it has a usable one, and folds only
         what came after it (`checkpoints-are-derived`)."""
         with self._lock:
+            # Taken before the read: an append that lands during the read moves the mark on, so
+            # the next look reads again rather than miss it.
+            mark = self.store.change_mark()
             if self._started:
-                self._fold_new()
+                if mark is None or mark != self._mark:
+                    self._fold_new()
+                    self._mark = mark
                 return
             self._started = True
             # The first look builds the whole projection: hundreds of thousands of objects
@@ -310,6 +322,7 @@ class Session:
                         self._state = loaded
                         self._checkpoint_seq = loaded.projection.last_seq
                 self._fold_new()
+                self._mark = mark
 
     def _fold_new(self) -> None:
         for event in self.store.stream(self.id, after=self._state.projection.last_seq):

@@ -90,6 +90,10 @@ class StoreBase(abc.ABC):
     """Seconds between checks for other processes' appends while `subscribe` waits; None when
     every writer is in this process (the wait is then woken by the append itself)."""
 
+    local_writes: bool = False
+    """True when every write to this store goes through this object (an in-process store such
+    as `MemoryStore`): `change_mark` then tells a reader whether the log may have changed."""
+
     snapshot_errors: tuple[type[BaseException], ...] = ()
     """Backend errors that mean the snapshot table is missing or broken: logged, never raised."""
 
@@ -408,6 +412,15 @@ class StoreBase(abc.ABC):
         with self._changed:
             self._generation += 1
             self._changed.notify_all()
+
+    def change_mark(self) -> int | None:
+        """A number that moves on with every append that writes an event, to any session of
+        this store, when the store sees every write (`local_writes`); None when it cannot tell
+        (another process may write) or once it is closed. A reader that took the mark before
+        reading the log knows nothing was appended since while the mark stays the same."""
+        if not self.local_writes or self._ended:
+            return None
+        return self._generation
 
     def _end_subscriptions(self) -> None:
         """Wake every subscriber for good; a backend's `close` calls this."""

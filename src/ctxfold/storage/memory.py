@@ -43,6 +43,8 @@ class MemoryStore(StoreBase):
     [1, 2]
     """
 
+    local_writes = True
+
     def __init__(self) -> None:
         self._logs: dict[str, _Log] = {}
         self._snapshots: dict[str, tuple[int, str]] = {}

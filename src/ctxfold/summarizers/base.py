@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxfold.errors import ConfigurationError, SummarizerError
@@ -152,7 +152,7 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
         return size > 0 and own == content
     if len(own) * 2 < size:
         return False  # too few words to cover half the stretch's, whatever they copied
-    copied = _covered(own, _shingles(record) | _shingles(content))
+    copied = _covered(own, _shared_shingles(own, (record, content)))
     return copied * 2 >= size
 
 
@@ -171,6 +171,10 @@ def _without(text: str, identifiers: list[str]) -> str:
 
 
 def _words(text: str) -> list[str]:
+    if text.isascii():
+        # Lowering ASCII text changes only A-Z, word characters both before and after: the
+        # same words, lowered in one pass rather than one by one.
+        return _WORD.findall(text.lower())
     return [w.lower() for w in _WORD.findall(text)]
 
 
@@ -183,6 +187,22 @@ def _instruction_shingles(instructions: str) -> frozenset[tuple[str, ...]]:
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+def _shared_shingles(own: list[str], sources: Sequence[list[str]]) -> set[tuple[str, ...]]:
+    """The runs of `own` that one of `sources` holds too: what `_covered` needs of the
+    sources' runs. A run of a source is built only where its first word starts a run of
+    `own`, rather than at every word of the stretch."""
+    runs = _shingles(own)
+    firsts = {run[0] for run in runs}
+    shared: set[tuple[str, ...]] = set()
+    for words in sources:
+        for i in range(len(words) - SHINGLE + 1):
+            if words[i] in firsts:
+                run = tuple(words[i : i + SHINGLE])
+                if run in runs:
+                    shared.add(run)
+    return shared
 
 
 def _covered(words: list[str], known: set[tuple[str, ...]]) -> int:

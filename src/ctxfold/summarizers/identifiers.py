@@ -263,8 +263,68 @@ def _first_line(text: str) -> str:
 
 
 def _scan_text(text: str) -> Iterator[Identifier]:
+    """The identifiers of `text`, in order. Every pattern matches within one line (none of
+    them crosses a newline), so a text's identifiers are its lines' identifiers one line after
+    another. Lines recur: a summary repeats most of the lines of the summaries before it, and
+    the work ledger its entries. So each line's identifiers are remembered, and only the lines
+    not seen before are scanned, the consecutive ones together in one pass."""
     if not text:
         return
+    if "\n" not in text:
+        known = _LINES.get(text)
+        if known is None:
+            known = tuple(found for _, found in _scan_span(text))
+            _remember(text, known)
+        yield from known
+        return
+    pending: list[str] = []
+    for line in text.split("\n"):
+        known = _LINES.get(line)
+        if known is None:
+            pending.append(line)
+            continue
+        if pending:
+            yield from _scan_lines(pending)
+            pending = []
+        yield from known
+    if pending:
+        yield from _scan_lines(pending)
+
+
+_LINES: dict[str, tuple[Identifier, ...]] = {}
+"""The identifiers of the lines scanned lately, by line (see `_scan_text`)."""
+_MAX_LINES = 65_536
+_MAX_LINE_CHARS = 2_000
+"""Longer lines are scanned every time rather than kept (a minified file, a data dump)."""
+
+
+def _remember(line: str, found: tuple[Identifier, ...]) -> None:
+    if len(line) <= _MAX_LINE_CHARS:
+        if len(_LINES) >= _MAX_LINES:
+            _LINES.clear()  # bounded; starting afresh costs one scan of each line met again
+        _LINES[line] = found
+
+
+def _scan_lines(lines: list[str]) -> list[Identifier]:
+    """The identifiers of consecutive `lines`, scanned as one text; each line's share is
+    remembered."""
+    starts: list[int] = []
+    position = 0
+    for line in lines:
+        starts.append(position)
+        position += len(line) + 1
+    per_line: list[list[Identifier]] = [[] for _ in lines]
+    out: list[Identifier] = []
+    for start, found in _scan_span("\n".join(lines)):
+        per_line[bisect.bisect_right(starts, start) - 1].append(found)
+        out.append(found)
+    for line, found_in in zip(lines, per_line, strict=True):
+        _remember(line, tuple(found_in))
+    return out
+
+
+def _scan_span(text: str) -> list[tuple[int, Identifier]]:
+    """Every identifier of `text` with where it starts, in order: one pass of each pattern."""
     hits: list[tuple[int, Identifier]] = []
     for match in _ERROR_LINE.finditer(text) if _may_hold_error(text) else ():
         hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
@@ -293,8 +353,7 @@ def _scan_text(text: str) -> Iterator[Identifier]:
             if kind is not None:
                 hits.append((start, Identifier(value, kind)))
     hits.sort(key=lambda hit: hit[0])
-    for _, found in hits:
-        yield found
+    return hits
 
 
 def _url(value: str) -> str | None:

@@ -14,6 +14,7 @@ its own, close the quotation it sits in, or pass for a label, so it goes through
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ctxfold.messages.escapes import escape_controls
@@ -22,6 +23,9 @@ _TICKS = re.compile("`+")
 _SPAN = re.compile(r"^(`+)( ?)(.*?)\2\1$", re.DOTALL)
 
 
+# Remembered per text: the record, the prompt and every summary quote the same identifiers and
+# commands again at each compaction.
+@functools.lru_cache(maxsize=16_384)
 def code_span(text: str) -> str:
     """`text` (controls escaped) as a Markdown code span nothing inside can close.
 

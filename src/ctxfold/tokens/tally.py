@@ -14,6 +14,7 @@ until the next report (`usage-anchor-dropped-after-edit`).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -93,6 +94,45 @@ class CachedCounter:
 
     def __repr__(self) -> str:
         return f"CachedCounter({self.inner!r}, maxsize={self.maxsize})"
+
+
+class TextCounts:
+    """`counter.count_text`, remembering the counts of the last texts it counted, up to
+    `max_chars` characters of them in all (the oldest go first). Callable like ``count_text``.
+
+    A compactor counts the same texts again from run to run: ledger lines and sections, the
+    summaries it reads back, the lines its summarizer weighs. The count of a text never
+    changes, so it is kept rather than made again. Safe from several threads.
+
+    >>> from ctxfold.tokens import HeuristicCounter
+    >>> count = TextCounts(HeuristicCounter())
+    >>> count("hello world") == HeuristicCounter().count_text("hello world")
+    True
+    """
+
+    def __init__(self, counter: TokenCounter, max_chars: int = 4_000_000) -> None:
+        self.counter = counter
+        self.max_chars = max_chars
+        self._counts: dict[str, int] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        tokens = self._counts.get(text)
+        if tokens is not None:
+            return tokens
+        tokens = self.counter.count_text(text)
+        if len(text) <= self.max_chars:
+            with self._lock:
+                if text not in self._counts:
+                    self._counts[text] = tokens
+                    self._chars += len(text)
+                    counts = self._counts
+                    while self._chars > self.max_chars:
+                        oldest = next(iter(counts))
+                        self._chars -= len(oldest)
+                        del counts[oldest]
+        return tokens
 
 
 def cached(counter: TokenCounter, maxsize: int = 65_536) -> CachedCounter:

@@ -16,6 +16,7 @@ that they can be recalled from the log.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -308,6 +309,7 @@ def _cite(seqs: tuple[int, ...]) -> str:
     return f"log {seqs[0]}, …, {seqs[-2]}, {seqs[-1]}"
 
 
+@functools.lru_cache(maxsize=16_384)  # the same paths and commands, render after render
 def _code(text: str) -> str:
     """`text` as an inline code span: control characters escaped, fenced by more backticks than
     it holds in a row, so it always reads as one quoted value."""
