@@ -186,6 +186,32 @@ def test_a_request_list_that_changes_other_than_by_growing_is_projected_once() -
         assert ids == logged[1 : len(ids) + 1]
 
 
+def test_the_middleware_keeps_no_graph_state_alive_between_runs() -> None:
+    """The middleware keeps no message object of the graph state once the model call is over
+    (holding last call's list kept a whole deserialized history alive until the next call, which
+    then paid for freeing it)."""
+    import gc
+    import weakref
+
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    run_tasks(agent, 0, 2, thread="lc-held")
+    seen: list[weakref.ref[BaseMessage]] = []
+
+    class Watch(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            seen.extend(weakref.ref(m) for m in request.messages)
+            return handler(request)
+
+    # The same thread and store through a second agent whose outer middleware sees each state.
+    watched = make_agent(model, agent.checkpointer, [Watch(), middleware])
+    run_tasks(watched, 2, 1, thread="lc-held")
+    model.requests.clear()
+    gc.collect()
+    assert seen and all(ref() is None for ref in seen)
+
+
 def every_message() -> list[AnyMessage]:
     """One of every message type a thread can hold, with the fields a dict round trip loses."""
     return [
