@@ -64,19 +64,23 @@ class Background:
 
     - `start`: the soft point, as a fraction of the trigger point (default 0.85); it is never
       below the target.
-    - `overshoot`: how far past the trigger point a request may grow while a run is in flight,
-      as a fraction of the reserve between the trigger point and the window (default 0.5). An
-      application that always asks for the model's whole output should set 0: a turn at the
-      trigger then waits for the run.
-    - `wait_s`: seconds a turn past the overshoot mark waits for the run in flight before it
+    - `overshoot`: the hard mark, how far past the trigger point a request may grow while a run
+      is in flight, as a fraction of the reserve between the trigger point and the window
+      (default 1: the request stays within the window, and may take the room the reserve keeps
+      for the reply). An application that sends a fixed `max_tokens` should keep trigger +
+      overshoot × reserve + `max_tokens` within the window; one that always asks for the
+      model's whole output should set 0: a turn at the trigger then waits for the run.
+    - `wait_s`: seconds a turn past the hard mark waits for the run in flight before it
       compacts in the foreground (default 30).
 
     >>> Background().marks(Budget(window=10_000, reserve=2_000))
+    (6800, 8000, 10000)
+    >>> Background(overshoot=0.5).marks(Budget(window=10_000, reserve=2_000))
     (6800, 8000, 9000)
     """
 
     start: float = 0.85
-    overshoot: float = 0.5
+    overshoot: float = 1.0
     wait_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -183,7 +187,9 @@ def tend(
     if run is not None and run.done:
         planned = run.result
         holds_edits = isinstance(planned, Planned) and bool(planned.edits)
-        if not holds_edits or (estimate is not None and estimate >= trigger):
+        # A finished result lands from the soft point on, not only at the trigger: the room it
+        # makes now is what lets a big step later go out without waiting for another summary.
+        if not holds_edits or (estimate is not None and estimate >= soft):
             yield Forget(run)
             report = yield from _settle(run, estimate)
             reports.append(report)
@@ -192,27 +198,24 @@ def tend(
                 estimate = yield Measure()
     if estimate is None or estimate < soft:
         return reports
-    if estimate < overshoot:
-        if run is None:
-            yield Begin(settings(), estimate)
-        return reports
-    # Past the overshoot mark a request may not go out as it stands. The free rungs come first,
-    # in the turn: they take no summarizer's time, and often bring the request back under the
-    # mark, so the turn need not wait for a summary.
-    if free is not None:
+    if estimate >= trigger and free is not None:
+        # Past the trigger the free rungs run in the turn: they take no summarizer's time, and
+        # a run in flight is rebased over their masks when it lands, so it goes on.
         report = yield from free()
         if report.landed or report.error:
             reports.append(report)
         if report.landed:
             estimate = yield Measure()
-            if estimate is None or estimate < overshoot:
-                if run is None and estimate is not None and estimate >= soft:
-                    yield Begin(settings(), estimate)
+            if estimate is None:
                 return reports
-            run = None  # its history changed under it: it can only land as "stale" now
-    # Waiting for the run in flight helps only if what it can save (down to the target from
-    # where it began) is enough; else the turn compacts in the foreground at once, rather than
-    # wait twice.
+    if estimate < overshoot:
+        # Within the hard mark nothing waits: a run in flight lands at a later check.
+        if run is None and estimate >= soft:
+            yield Begin(settings(), estimate)
+        return reports
+    # Past the hard mark the request may not go out as it stands. Waiting for the run in flight
+    # helps only if what it can save (down to the target from where it began) is enough; else
+    # the turn compacts in the foreground at once, rather than wait twice.
     if run is not None and not run.done:
         saving = max(0, run.estimate - budget.target_tokens)
         if estimate - saving >= overshoot:
