@@ -1,4 +1,4 @@
-"""Background compaction: plan and summarize off the turn, land at the trigger at once.
+"""Background compaction: plan and summarize off the turn, land without waiting.
 
 With ``Compactor(..., background=True)`` each automatic check (`maybe_compact`,
 `amaybe_compact`) runs `tend`, written once as a generator and driven by the compactor's two
@@ -9,22 +9,22 @@ drivers, with the marks of `Background` read from the budget at each check:
    (`ctxfold.compactor.landing.planning`) with the compactor's pipeline, summarizer and drivers,
    like any run, in a thread for `maybe_compact` and an asyncio task for `amaybe_compact`. It
    never writes to the store: everything it decides waits in memory for a check to land it.
-2. **Trigger point**: a finished run lands at once, by the rules of every landing
-   (`landing_of`): rebased over what was appended meanwhile, whose messages stay verbatim after
-   the summary; dropped whole, never half-applied, when a compaction, mask, pin, retraction or
-   reset landed after the history it read (outcome "stale"). A new run then starts.
-3. **No result yet at the trigger**: the turn goes on without waiting while the estimate stays
-   below the overshoot mark (`Background.overshoot` of the reserve between the trigger point and
-   the window, half by default). Past that mark the turn first runs the free rungs in the
-   foreground: the pipeline's strategies before its first `Summarize` (none when the
-   compactor has an `on_compact` callback), which call no summarizer. When they land and bring
-   the estimate under the mark, the turn goes on at once; a run in flight then lands as
-   "stale", since its history changed, and the next check past the soft point starts another
-   (this one does, when none is in flight). Otherwise the turn waits for the run in flight, at
-   most `Background.wait_s` seconds, and lands it, when the free rungs landed nothing and what
-   that run can save is enough. If there is no such run, it did not finish in time, or landing
-   leaves the estimate past the mark, the turn compacts in the foreground, exactly as without
-   background. So a request never grows past the overshoot mark.
+2. **A finished run** lands at the first check at or past the soft point, by the rules of every
+   landing (`landing_of`): rebased over what was appended meanwhile, whose messages stay verbatim
+   after the summary, and over masks (see `ctxfold.compactor.landing`); dropped whole, never
+   half-applied, when a compaction, pin, retraction or reset landed after the history it read
+   (outcome "stale"). A new run then starts if the estimate is still past the soft point.
+   Landing before the trigger makes room early, so that a big step later need not wait.
+3. **Past the trigger point** the turn runs the free rungs: the pipeline's strategies before its
+   first `Summarize` (none when the compactor has an `on_compact` callback), which call no
+   summarizer. A run in flight goes on: it lands over their masks later.
+4. **No result yet**: the turn goes on without waiting while the estimate stays below the hard
+   mark (`Background.overshoot` of the reserve between the trigger point and the window; by
+   default the whole reserve, so the window itself). Past it the request may not go out as it
+   stands: the turn waits for the run in flight, at most `Background.wait_s` seconds, and lands
+   it, when what that run can save is enough. If there is no such run, it did not finish in
+   time, or landing leaves the estimate past the mark, the turn compacts in the foreground,
+   exactly as without background. So a request never grows past the hard mark.
 
 Failures are reported, never lost: a run whose summarizer or callback raised, or that declined,
 is reported at the next check like a foreground run of the automatic trigger (logged, passed to

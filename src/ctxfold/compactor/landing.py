@@ -20,8 +20,9 @@ A background run's result (`landing_of`) is also rebased over masks that landed 
 history it read, such as the rungs a turn ran in the foreground while the run was summarizing:
 a mask changes no item's id, role or call ids, so every compaction the run planned still names a
 contiguous run of items between safe cut points, and its summary was written from the stretch's
-originals (`WorkingView.originals`), which no mask changes. The run's own mask entries for items
-already masked are left out, so nothing is masked twice and every figure stays exact.
+originals (`WorkingView.originals`), which no mask changes. The run's own mask entries for
+items already masked are left out, so nothing is masked twice and the counts the log records
+stay exact.
 
 Every loop is bounded (`landing-bounded`): a writer that keeps appending makes the run give up
 with the outcome "conflict", never spin.
