@@ -286,3 +286,35 @@ def test_left_out_masks_keep_the_later_edits_pointing_at_the_items_the_run_made(
     texts = [m.text for m in session.messages()]
     assert "S2" in texts and "S1" not in texts and "[cleared]" in texts
     assert errors(session.messages()) == []
+
+
+@pytest.mark.guarantee("run-reported")
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_free_rungs_that_find_nothing_to_clear_tell_no_listener(driver: str) -> None:
+    """Past the trigger, with a run in flight, each turn tries the free rungs; a turn where they
+    find nothing to clear is no compaction run: `on_start` and `on_report` hear nothing of it,
+    and the check returns None. The background run itself starts once and ends once."""
+    check = DRIVERS[driver]
+    starts: list[object] = []
+    reports: list[CompactionReport] = []
+
+    async def main() -> list[CompactionReport | None]:
+        gate = Gate()
+        session = started_session()  # no tool output of 500 tokens or more
+        answers = []
+        async with clear_first(gate, on_start=starts.append, on_report=reports.append) as c:
+            answers.append(await check(c, session))
+            await entered(gate)
+            for n, words in enumerate([250, 150]):
+                session.append(step(f"mid{n}", words))
+                assert TRIGGER <= c.estimate(session) < OVERSHOOT
+                answers.append(await check(c, session))
+            assert len(starts) == 1 and reports == []
+            gate.opened.set()
+            await settle()
+            answers.append(await check(c, session))
+        return answers
+
+    answers = asyncio.run(main())
+    assert answers[:3] == [None, None, None]
+    assert len(reports) == 1 and reports[0].landed and answers[3] == reports[0]

@@ -200,7 +200,9 @@ def tend(
         return reports
     if estimate >= trigger and free is not None:
         # Past the trigger the free rungs run in the turn: they take no summarizer's time, and
-        # a run in flight is rebased over their masks when it lands, so it goes on.
+        # a run in flight is rebased over their masks when it lands, so it goes on. They run
+        # quiet: listeners hear of them, start and end, only when they land or fail, not at
+        # each turn that finds nothing to clear.
         report = yield from free()
         if report.landed or report.error:
             reports.append(report)

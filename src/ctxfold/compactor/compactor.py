@@ -293,11 +293,12 @@ class Compactor:
         manual: bool = False,
         pipeline: Pipeline | None = None,
         shrink: float | None = None,
+        quiet: bool = False,
     ) -> Any:
         settings = self._settings(
             reason, target, raise_failures=manual, pipeline=pipeline, shrink=shrink
         )
-        return compaction(settings, manual=manual)
+        return compaction(settings, manual=manual, quiet=quiet)
 
     def _settings(
         self,
@@ -347,7 +348,9 @@ class Compactor:
             policy=self.background or Background(),
             settings=lambda: self._settings("threshold"),
             foreground=lambda: self._flow("threshold"),
-            free=None if free is None else lambda: self._flow("threshold", pipeline=free),
+            free=None
+            if free is None
+            else lambda: self._flow("threshold", pipeline=free, quiet=True),
         )
 
     def _measure(self, session: Session) -> int | None:

@@ -96,15 +96,18 @@ class _Landing:
 
 
 def compaction(
-    settings: RunSettings, *, manual: bool = False
+    settings: RunSettings, *, manual: bool = False, quiet: bool = False
 ) -> Generator[SessionStep, Any, CompactionReport]:
     """Compact a session toward `settings.target` and return the report (see the module
-    docstring). `manual` refuses an empty session (`empty-session-refused`)."""
+    docstring). `manual` refuses an empty session (`empty-session-refused`). `quiet` tells the
+    `on_start` listeners only once the plan holds edits or failed: for a run the caller reports
+    only then (a background check's free rungs, `ctxfold.compactor.background`)."""
     started = time.perf_counter()
     planned: Planned | None = None
     why = ""
     for attempt in range(MAX_PLANS):
-        planned = yield from planning(settings, manual=manual, announce=attempt == 0)
+        first = attempt == 0
+        planned = yield from planning(settings, manual=manual, announce=first, quiet=quiet)
         if not planned.edits:
             return planned.report(time.perf_counter() - started)
         landing = yield from _land(planned)
@@ -119,24 +122,23 @@ def compaction(
 
 
 def planning(
-    settings: RunSettings, *, manual: bool = False, announce: bool = True
+    settings: RunSettings, *, manual: bool = False, announce: bool = True, quiet: bool = False
 ) -> Generator[SessionStep, Any, Planned]:
     """Read the session's projection and plan on it: the first half of a run, and all that a
     background run does off the turn (`ctxfold.compactor.background`). `announce` tells the
-    `on_start` listeners; `manual` refuses an empty session then."""
+    `on_start` listeners (with `quiet`, only once the plan holds edits or failed); `manual`
+    refuses an empty session then."""
     snapshot = yield ReadSnapshot()
-    if announce:
+    start = CompactionStart(
+        snapshot.session_id, settings.reason, snapshot.estimate, settings.target_for(snapshot)
+    )
+    if announce and not quiet:
         if manual and not snapshot.items:
             raise EmptySessionError(f"session {snapshot.session_id!r} has no messages to compact")
-        yield Started(
-            CompactionStart(
-                snapshot.session_id,
-                settings.reason,
-                snapshot.estimate,
-                settings.target_for(snapshot),
-            )
-        )
+        yield Started(start)
     planned: Planned = yield from plan(snapshot, settings)
+    if announce and quiet and (planned.edits or planned.failed):
+        yield Started(start)
     return planned
 
 
