@@ -1,4 +1,4 @@
-"""Background compaction: plan and summarize off the turn, land at the trigger at once.
+"""Background compaction: plan and summarize off the turn, land without waiting.
 
 With ``Compactor(..., background=True)`` each automatic check (`maybe_compact`,
 `amaybe_compact`) runs `tend`, written once as a generator and driven by the compactor's two
@@ -9,22 +9,22 @@ drivers, with the marks of `Background` read from the budget at each check:
    (`ctxfold.compactor.landing.planning`) with the compactor's pipeline, summarizer and drivers,
    like any run, in a thread for `maybe_compact` and an asyncio task for `amaybe_compact`. It
    never writes to the store: everything it decides waits in memory for a check to land it.
-2. **Trigger point**: a finished run lands at once, by the rules of every landing
-   (`landing_of`): rebased over what was appended meanwhile, whose messages stay verbatim after
-   the summary; dropped whole, never half-applied, when a compaction, mask, pin, retraction or
-   reset landed after the history it read (outcome "stale"). A new run then starts.
-3. **No result yet at the trigger**: the turn goes on without waiting while the estimate stays
-   below the overshoot mark (`Background.overshoot` of the reserve between the trigger point and
-   the window, half by default). Past that mark the turn first runs the free rungs in the
-   foreground: the pipeline's strategies before its first `Summarize` (none when the
-   compactor has an `on_compact` callback), which call no summarizer. When they land and bring
-   the estimate under the mark, the turn goes on at once; a run in flight then lands as
-   "stale", since its history changed, and the next check past the soft point starts another
-   (this one does, when none is in flight). Otherwise the turn waits for the run in flight, at
-   most `Background.wait_s` seconds, and lands it, when the free rungs landed nothing and what
-   that run can save is enough. If there is no such run, it did not finish in time, or landing
-   leaves the estimate past the mark, the turn compacts in the foreground, exactly as without
-   background. So a request never grows past the overshoot mark.
+2. **A finished run** lands at the first check at or past the soft point, by the rules of every
+   landing (`landing_of`): rebased over what was appended meanwhile, whose messages stay verbatim
+   after the summary, and over masks (see `ctxfold.compactor.landing`); dropped whole, never
+   half-applied, when a compaction, pin, retraction or reset landed after the history it read
+   (outcome "stale"). A new run then starts if the estimate is still past the soft point.
+   Landing before the trigger makes room early, so that a big step later need not wait.
+3. **Past the trigger point** the turn runs the free rungs: the pipeline's strategies before its
+   first `Summarize` (none when the compactor has an `on_compact` callback), which call no
+   summarizer. A run in flight goes on: it lands over their masks later.
+4. **No result yet**: the turn goes on without waiting while the estimate stays below the hard
+   mark (`Background.overshoot` of the reserve between the trigger point and the window; by
+   default the whole reserve, so the window itself). Past it the request may not go out as it
+   stands: the turn waits for the run in flight, at most `Background.wait_s` seconds, and lands
+   it, when what that run can save is enough. If there is no such run, it did not finish in
+   time, or landing leaves the estimate past the mark, the turn compacts in the foreground,
+   exactly as without background. So a request never grows past the hard mark.
 
 Failures are reported, never lost: a run whose summarizer or callback raised, or that declined,
 is reported at the next check like a foreground run of the automatic trigger (logged, passed to
@@ -64,19 +64,23 @@ class Background:
 
     - `start`: the soft point, as a fraction of the trigger point (default 0.85); it is never
       below the target.
-    - `overshoot`: how far past the trigger point a request may grow while a run is in flight,
-      as a fraction of the reserve between the trigger point and the window (default 0.5). An
-      application that always asks for the model's whole output should set 0: a turn at the
-      trigger then waits for the run.
-    - `wait_s`: seconds a turn past the overshoot mark waits for the run in flight before it
+    - `overshoot`: the hard mark, how far past the trigger point a request may grow while a run
+      is in flight, as a fraction of the reserve between the trigger point and the window
+      (default 1: the request stays within the window, and may take the room the reserve keeps
+      for the reply). An application that sends a fixed `max_tokens` should keep trigger +
+      overshoot × reserve + `max_tokens` within the window; one that always asks for the
+      model's whole output should set 0: a turn at the trigger then waits for the run.
+    - `wait_s`: seconds a turn past the hard mark waits for the run in flight before it
       compacts in the foreground (default 30).
 
     >>> Background().marks(Budget(window=10_000, reserve=2_000))
+    (6800, 8000, 10000)
+    >>> Background(overshoot=0.5).marks(Budget(window=10_000, reserve=2_000))
     (6800, 8000, 9000)
     """
 
     start: float = 0.85
-    overshoot: float = 0.5
+    overshoot: float = 1.0
     wait_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -183,7 +187,9 @@ def tend(
     if run is not None and run.done:
         planned = run.result
         holds_edits = isinstance(planned, Planned) and bool(planned.edits)
-        if not holds_edits or (estimate is not None and estimate >= trigger):
+        # A finished result lands from the soft point on, not only at the trigger: the room it
+        # makes now is what lets a big step later go out without waiting for another summary.
+        if not holds_edits or (estimate is not None and estimate >= soft):
             yield Forget(run)
             report = yield from _settle(run, estimate)
             reports.append(report)
@@ -192,27 +198,26 @@ def tend(
                 estimate = yield Measure()
     if estimate is None or estimate < soft:
         return reports
-    if estimate < overshoot:
-        if run is None:
-            yield Begin(settings(), estimate)
-        return reports
-    # Past the overshoot mark a request may not go out as it stands. The free rungs come first,
-    # in the turn: they take no summarizer's time, and often bring the request back under the
-    # mark, so the turn need not wait for a summary.
-    if free is not None:
+    if estimate >= trigger and free is not None:
+        # Past the trigger the free rungs run in the turn: they take no summarizer's time, and
+        # a run in flight is rebased over their masks when it lands, so it goes on. They run
+        # quiet: listeners hear of them, start and end, only when they land or fail, not at
+        # each turn that finds nothing to clear.
         report = yield from free()
         if report.landed or report.error:
             reports.append(report)
         if report.landed:
             estimate = yield Measure()
-            if estimate is None or estimate < overshoot:
-                if run is None and estimate is not None and estimate >= soft:
-                    yield Begin(settings(), estimate)
+            if estimate is None:
                 return reports
-            run = None  # its history changed under it: it can only land as "stale" now
-    # Waiting for the run in flight helps only if what it can save (down to the target from
-    # where it began) is enough; else the turn compacts in the foreground at once, rather than
-    # wait twice.
+    if estimate < overshoot:
+        # Within the hard mark nothing waits: a run in flight lands at a later check.
+        if run is None and estimate >= soft:
+            yield Begin(settings(), estimate)
+        return reports
+    # Past the hard mark the request may not go out as it stands. Waiting for the run in flight
+    # helps only if what it can save (down to the target from where it began) is enough; else
+    # the turn compacts in the foreground at once, rather than wait twice.
     if run is not None and not run.done:
         saving = max(0, run.estimate - budget.target_tokens)
         if estimate - saving >= overshoot:

@@ -69,9 +69,11 @@ class Compactor:
       the callback picks the ranges). `estimate` is in tokens.
     - `summary_role`: the role summaries and notes are projected with (default "user").
     - `background`: True (or a `Background` with its marks) plans and summarizes off the turn,
-      from a soft point below the trigger, and lands the result at the trigger at once
-      (`ctxfold.compactor.background`, `background-lands-by-the-same-rules`). Close the
-      compactor (`close()`, `aclose()`, or a ``with`` block) to stop its runs.
+      from a soft point below the trigger, and lands the finished result at a later check at
+      once; a turn waits only when its request would pass the hard mark (by default the window)
+      (`ctxfold.compactor.background`, `background-lands-by-the-same-rules`,
+      `background-bounded`). Close the compactor (`close()`, `aclose()`, or a ``with`` block) to
+      stop its runs.
 
     >>> from ctxfold import Budget, Message
     >>> from ctxfold.storage import MemoryStore
@@ -290,11 +292,12 @@ class Compactor:
         manual: bool = False,
         pipeline: Pipeline | None = None,
         shrink: float | None = None,
+        quiet: bool = False,
     ) -> Any:
         settings = self._settings(
             reason, target, raise_failures=manual, pipeline=pipeline, shrink=shrink
         )
-        return compaction(settings, manual=manual)
+        return compaction(settings, manual=manual, quiet=quiet)
 
     def _settings(
         self,
@@ -352,7 +355,9 @@ class Compactor:
             policy=self.background or Background(),
             settings=lambda: self._settings("threshold"),
             foreground=lambda: self._flow("threshold"),
-            free=None if free is None else lambda: self._flow("threshold", pipeline=free),
+            free=None
+            if free is None
+            else lambda: self._flow("threshold", pipeline=free, quiet=True),
         )
 
     def _measure(self, session: Session) -> int | None:

@@ -16,6 +16,14 @@ arrived:
   pin or unpin): the plan may no longer hold, so the flow plans once more from a fresh snapshot,
   then declines (`one-compaction-wins`, `pins-respected`).
 
+A background run's result (`landing_of`) is also rebased over masks that landed after the
+history it read, such as the rungs a turn ran in the foreground while the run was summarizing:
+a mask changes no item's id, role or call ids, so every compaction the run planned still names a
+contiguous run of items between safe cut points, and its summary was written from the stretch's
+originals (`WorkingView.originals`), which no mask changes. The run's own mask entries for
+items already masked are left out, so nothing is masked twice and the counts the log records
+stay exact.
+
 Every loop is bounded (`landing-bounded`): a writer that keeps appending makes the run give up
 with the outcome "conflict", never spin.
 """
@@ -23,14 +31,15 @@ with the outcome "conflict", never spin.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Outcome, Trim
 from ctxfold.compactor.run import Planned, RunSettings, Step, plan
 from ctxfold.errors import ConflictError, EmptySessionError, InvalidHistoryError
-from ctxfold.events import RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
+from ctxfold.events import MASK, RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
+from ctxfold.pipeline.view import Applied
 
 MAX_PLANS = 2
 """Plans per compaction: the first, and one more when the history changed under it."""
@@ -82,21 +91,26 @@ class _Landing:
     stored: tuple[Event, ...] = ()
     replan: bool = False
     why: str = ""
+    planned: Planned | None = None
+    """What landed: the run's plan, without the mask entries other writers got to first."""
 
 
 def compaction(
-    settings: RunSettings, *, manual: bool = False
+    settings: RunSettings, *, manual: bool = False, quiet: bool = False
 ) -> Generator[SessionStep, Any, CompactionReport]:
     """Compact a session toward `settings.target` and return the report (see the module
-    docstring). `manual` refuses an empty session (`empty-session-refused`)."""
+    docstring). `manual` refuses an empty session (`empty-session-refused`). `quiet` tells the
+    `on_start` listeners only once the plan holds edits or failed: for a run the caller reports
+    only then (a background check's free rungs, `ctxfold.compactor.background`)."""
     started = time.perf_counter()
     planned: Planned | None = None
     why = ""
     for attempt in range(MAX_PLANS):
-        planned = yield from planning(settings, manual=manual, announce=attempt == 0)
+        first = attempt == 0
+        planned = yield from planning(settings, manual=manual, announce=first, quiet=quiet)
         if not planned.edits:
             return planned.report(time.perf_counter() - started)
-        landing = yield from _land(planned.edits, planned.base_seq)
+        landing = yield from _land(planned)
         if landing.stored:
             report = planned.report(time.perf_counter() - started, stored=landing.stored)
             return (yield from _trimmed(planned, landing.stored, report, settings.raise_failures))
@@ -108,24 +122,23 @@ def compaction(
 
 
 def planning(
-    settings: RunSettings, *, manual: bool = False, announce: bool = True
+    settings: RunSettings, *, manual: bool = False, announce: bool = True, quiet: bool = False
 ) -> Generator[SessionStep, Any, Planned]:
     """Read the session's projection and plan on it: the first half of a run, and all that a
     background run does off the turn (`ctxfold.compactor.background`). `announce` tells the
-    `on_start` listeners; `manual` refuses an empty session then."""
+    `on_start` listeners (with `quiet`, only once the plan holds edits or failed); `manual`
+    refuses an empty session then."""
     snapshot = yield ReadSnapshot()
-    if announce:
+    start = CompactionStart(
+        snapshot.session_id, settings.reason, snapshot.estimate, settings.target_for(snapshot)
+    )
+    if announce and not quiet:
         if manual and not snapshot.items:
             raise EmptySessionError(f"session {snapshot.session_id!r} has no messages to compact")
-        yield Started(
-            CompactionStart(
-                snapshot.session_id,
-                settings.reason,
-                snapshot.estimate,
-                settings.target_for(snapshot),
-            )
-        )
+        yield Started(start)
     planned: Planned = yield from plan(snapshot, settings)
+    if announce and quiet and (planned.edits or planned.failed):
+        yield Started(start)
     return planned
 
 
@@ -135,8 +148,9 @@ def landing_of(planned: Planned, started: float) -> Generator[SessionStep, Any, 
     "stale"). `started` is when the run began (`time.perf_counter()`)."""
     if not planned.edits:
         return planned.report(time.perf_counter() - started)
-    landing = yield from _land(planned.edits, planned.base_seq)
-    if landing.stored:
+    landing = yield from _land(planned, over_masks=True)
+    if landing.stored and landing.planned is not None:
+        planned = landing.planned
         report = planned.report(time.perf_counter() - started, stored=landing.stored)
         return (yield from _trimmed(planned, landing.stored, report, raise_failures=False))
     outcome: Outcome = "stale" if landing.replan else "conflict"
@@ -158,9 +172,20 @@ def _trimmed(
     return report
 
 
-def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionStep, Any, _Landing]:
-    """Append `edits`, planned against `base`, rebasing over plain appends; bounded."""
+def _land(planned: Planned, *, over_masks: bool = False) -> Generator[SessionStep, Any, _Landing]:
+    """Append the edits of `planned`, rebasing over plain appends, and over masks too when
+    `over_masks` (see the module docstring); bounded."""
+    first_base = base = planned.base_seq
+    as_landed = planned
+    masked: set[int] = set()
     for attempt in range(MAX_APPENDS):
+        # Moves compose (an id above the first base stays above each later one), so each try
+        # moves the run's own edits once, from the history it read.
+        edits = [_moved(edit, first_base, base - first_base) for edit in as_landed.edits]
+        if not edits:
+            return _Landing(
+                replan=True, why="other writers masked everything the run meant to mask"
+            )
         try:
             stored = yield Append(tuple(NewEvent.of(edit) for edit in edits), base)
         except ConflictError:
@@ -171,8 +196,8 @@ def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionSte
             # A rebase put the edits on a history they no longer fit: plan again.
             return _Landing(replan=True, why=f"the history changed under the run: {exc}")
         else:
-            return _Landing(tuple(stored))
-        reshaped = [e for e in newer if e.type in RESHAPING]
+            return _Landing(tuple(stored), planned=as_landed)
+        reshaped = [e for e in newer if e.type in RESHAPING and not (over_masks and e.type == MASK)]
         if reshaped:
             first = reshaped[0]
             return _Landing(
@@ -180,7 +205,10 @@ def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionSte
                 why=f"a {first.type} (seq {first.seq}) landed while the run was planning",
             )
         if newer:
-            edits = [_moved(edit, base, newer[-1].seq - base) for edit in edits]
+            news = {i.id for e in newer if e.type == MASK for i in Mask.from_data(e.data).items}
+            if news:
+                masked |= news
+                as_landed = _without_masked(planned, frozenset(masked))
             base = newer[-1].seq
     return _Landing(
         why=f"other writers appended before each of {MAX_APPENDS} attempts to land; "
@@ -188,14 +216,60 @@ def _land(edits: Sequence[Compaction | Mask], base: int) -> Generator[SessionSte
     )
 
 
+def _without_masked(planned: Planned, masked: frozenset[int]) -> Planned:
+    """`planned` without the mask entries for `masked` items: a mask left empty goes, and so
+    does its change. Compactions stay whole: they replace their items whatever the content."""
+    edits: list[Compaction | Mask] = []
+    changes: list[Applied] = []
+    kept: list[int] = []
+    for place, (edit, change) in enumerate(zip(planned.edits, planned.changes, strict=True)):
+        if not isinstance(edit, Mask) or not any(i.id in masked for i in edit.items):
+            edits.append(edit)
+            changes.append(change)
+            kept.append(place)
+            continue
+        keep = [k for k, item in enumerate(change.removed) if item.id not in masked]
+        if not keep:
+            continue
+        kept.append(place)
+        counts = [change.counts[k] for k in keep]
+        before, after = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        edits.append(
+            replace(
+                edit,
+                items=tuple(i for i in edit.items if i.id not in masked),
+                tokens_saved=None if edit.tokens_saved is None else before - after,
+            )
+        )
+        changes.append(
+            replace(
+                change,
+                removed=tuple(change.removed[k] for k in keep),
+                added=tuple(change.added[k] for k in keep),
+                tokens_before=before,
+                tokens_after=after,
+                counts=tuple(counts),
+            )
+        )
+    # The run numbered the items it creates by the place of each edit in its list (edit k
+    # lands as seq base + 1 + k); a mask that went changes the places of the edits after it.
+    base = planned.base_seq
+    places = {base + 1 + k: base + 1 + j for j, k in enumerate(kept)}
+    edits = [_renumbered(edit, lambda item_id: places.get(item_id, item_id)) for edit in edits]
+    return replace(planned, edits=tuple(edits), changes=tuple(changes))
+
+
 def _moved(edit: Compaction | Mask, base: int, shift: int) -> Compaction | Mask:
     """`edit` with the ids this run created (those above `base`) moved up by `shift`."""
+    return _renumbered(edit, lambda item_id: item_id + shift if item_id > base else item_id)
 
-    def move(item_id: int) -> int:
-        return item_id + shift if item_id > base else item_id
 
+def _renumbered(edit: Compaction | Mask, move: Callable[[int], int]) -> Compaction | Mask:
+    """`edit` with each item id it names replaced by `move(id)`."""
     if isinstance(edit, Mask):
-        return replace(edit, items=tuple(MaskedItem(move(i.id), i.content) for i in edit.items))
+        return replace(
+            edit, items=tuple(MaskedItem(move(i.id), i.content, i.tokens) for i in edit.items)
+        )
     return replace(
         edit,
         first=move(edit.first),

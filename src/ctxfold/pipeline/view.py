@@ -45,6 +45,9 @@ class Applied:
     tokens_before: int
     tokens_after: int
     summary: str | None = None
+    counts: tuple[tuple[int, int], ...] = ()
+    """For a mask: each item's tokens before and after, in the order of `removed`, so that a
+    landing can leave out items another writer masked first and still report exact figures."""
 
 
 class WorkingView:
@@ -363,6 +366,7 @@ class WorkingView:
                 tuple(new_items[i] for i in order),
                 sum(self.counts[i] for i in order),
                 sum(new_counts[i] for i in order),
+                counts=tuple((self.counts[i], new_counts[i]) for i in order),
             )
         )
         self.next_seq += 1
