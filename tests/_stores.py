@@ -1,5 +1,6 @@
 """Empty stores of each kind for tests: where their files go, and the PostgreSQL schemas that
-must be dropped afterwards so that runs never see each other's data."""
+must be dropped afterwards so that runs never see each other's data; and a tap on a store's
+reads, for tests that check how much of the log a read pulls."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from ctxfold.events import Event
+from ctxfold.storage import StoreBase
 
 # The store kinds a parametrized fixture runs on; PostgreSQL carries its marker so that
 # `-m "not postgres"` deselects it.
@@ -42,3 +46,18 @@ def empty_store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -
         schema = fresh_schema_name()
         yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
         drop_schema(base, schema)
+
+
+def count_reads(store: StoreBase) -> list[int]:
+    """Wrap ``store.stream`` so that every read appends how many events it returned to the list
+    this gives back (the store is changed in place; the list starts empty)."""
+    reads: list[int] = []
+    original = store.stream
+
+    def counting_stream(session_id: str, after: int = 0) -> Iterator[Event]:
+        events = list(original(session_id, after))
+        reads.append(len(events))
+        return iter(events)
+
+    store.stream = counting_stream  # type: ignore[method-assign]
+    return reads

@@ -6,18 +6,19 @@ is a `Sequence`, not a list, and it keeps showing the moment it was taken.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxfold.errors import StoreClosedError
-from ctxfold.events import MASK, Event, NewEvent, Reset, Retraction
+from ctxfold.events import MASK, NewEvent, Reset, Retraction
 from ctxfold.messages import Message
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from tests._histories import coding_conversation, summary_event
+from tests._stores import count_reads
 
 
 def conversation() -> list[Message]:
@@ -133,16 +134,8 @@ def test_a_look_at_an_unchanged_in_memory_log_reads_nothing(session: Session) ->
     """On a store that sees every write (MemoryStore), reading the view again when nothing was
     appended anywhere in the store does not read the log; an append through another Session
     object, through the store itself or to another session is still seen at the next look."""
-    reads: list[int] = []
     store = session.store
-    original = store.stream
-
-    def counting_stream(session_id: str, after: int = 0) -> Iterator[Event]:
-        events = list(original(session_id, after))
-        reads.append(len(events))
-        return iter(events)
-
-    store.stream = counting_stream  # type: ignore[method-assign]
+    reads = count_reads(store)
     session.messages()
     reads.clear()
     session.append(Message("user", "one more"))

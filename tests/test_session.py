@@ -9,7 +9,6 @@ import asyncio
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.tokens import HeuristicCounter
 from tests._histories import coding_conversation, summary_event
+from tests._stores import count_reads
 
 conversation = coding_conversation
 summary = summary_event
@@ -185,16 +185,8 @@ def test_reopening_gives_identical_projection(tmp_path: Path) -> None:
 
 def test_messages_is_incremental(session: Session) -> None:
     """After the first call, messages() reads only the events it has not folded yet."""
-    reads: list[int] = []
     store = session.store
-    original = store.stream
-
-    def counting_stream(session_id: str, after: int = 0) -> Iterator[Event]:
-        events = list(original(session_id, after))
-        reads.append(len(events))
-        return iter(events)
-
-    store.stream = counting_stream  # type: ignore[method-assign]
+    reads = count_reads(store)
     session.messages()
     session.append(Message("user", "one more"))
     session.messages()
