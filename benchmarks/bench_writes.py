@@ -11,6 +11,7 @@ be no win.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import tempfile
@@ -98,6 +99,47 @@ class _Agents:
         self.loop.close()
 
 
+class _Bare:
+    """No session, no checks: each call encodes its messages as ctxfold stores them (one JSON
+    row each, with the C encoder) and inserts them with one `executemany` in one transaction,
+    into a table of the same shape as ctxfold's log, at the durability both stores use. The
+    least that writing this format costs, so its × column is the ceiling of any store that
+    keeps one JSON row per message."""
+
+    name = "bare encode + executemany (no store)"
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = FULL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "type TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL, "
+            "PRIMARY KEY (session_id, seq))"
+        )
+        self.durability = _sqlite_durability(self._conn)
+        self._session = ""
+        self._seq = 0
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def fresh(self) -> None:
+        self._session, self._seq = f"writes-{uuid.uuid4().hex}", 0
+
+    def write(self, messages: Sequence[Message]) -> None:
+        now, first, encode, sid = time.time(), self._seq + 1, self._encode, self._session
+        rows = [
+            (sid, first + i, "message", encode({"message": m.to_dict()}), now)
+            for i, m in enumerate(messages)
+        ]
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
+        self._conn.execute("COMMIT")
+        self._seq += len(rows)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 def _sqlite_durability(conn: sqlite3.Connection) -> str:
     level = conn.execute("PRAGMA synchronous").fetchone()[0]
     journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -180,6 +222,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             backends.append(_Agents(Path(folder) / "agents.db"))
         except ImportError:
             notes.append(f"openai-agents is not installed: {PEER} was not measured.")
+        backends.append(_Bare(Path(folder) / "bare.db"))
         where = disk_note(folder)
         try:
             rates = _measure(backends, plans, reps)
@@ -212,6 +255,11 @@ def run(quick: bool = False) -> dict[str, Any]:
         f"batches, on a Session of the store. {PEER}: `await session.add_items([item])` and "
         f"`await session.add_items(items_100)` with the same messages in OpenAI chat format "
         "(converted beforehand, not timed), each call run to completion on one event loop.",
+        "'bare encode + executemany' is no store: each call encodes its messages into "
+        "ctxfold's stored form (one JSON row per message, `Message.to_dict` and the C encoder) "
+        "and inserts them with one executemany in one transaction, into a table of the same "
+        "shape as ctxfold's log, at synchronous=FULL in WAL mode; no session, no checks, no "
+        "projection. Its × column is the ceiling for a store that keeps this format.",
         "Durability is read from each side's own connection (PRAGMA synchronous and "
         "journal_mode; PostgreSQL's synchronous_commit). FULL flushes the write-ahead log at "
         "every commit, so an acknowledged append survives a power cut; NORMAL survives a crash "
