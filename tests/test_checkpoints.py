@@ -152,6 +152,16 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         compaction = next(e.seq for e in store.read("cp") if e.type == COMPACTION)
         items = [[compaction, None], *raw["items"]]
         store.save_snapshot("cp", seq, json.dumps({**raw, "items": items}))
+    elif kind == "reference beyond its seq":
+        later = next(e.seq for e in store.read("cp", after=seq) if e.type == "message")
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": [*raw["items"], [later, 5]]}))
+    elif kind == "reference to seq 0":
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": [[0, 5], *raw["items"]]}))
+    elif kind == "same reference twice":
+        first = next(i for i in raw["items"] if len(i) == 2)
+        at = raw["items"].index(first)
+        items = [*raw["items"][: at + 1], first, *raw["items"][at + 1 :]]
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": items}))
     elif kind == "items out of order":
         store.save_snapshot("cp", seq, json.dumps({**raw, "items": raw["items"][::-1]}))
     elif kind == "not an object":
@@ -174,6 +184,9 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         "wrong counts, other counter",
         "seq beyond the log",
         "reference to a non-message",
+        "reference beyond its seq",
+        "reference to seq 0",
+        "same reference twice",
         "items out of order",
     ],
 )
@@ -279,3 +292,31 @@ def test_a_checkpoint_written_from_the_last_one_is_the_checkpoint_written_afresh
     session.append(Message("user", "start over"))
     same()
     assert len(set(texts)) == len(texts)
+
+
+@pytest.mark.guarantee("checkpoints-are-derived")
+def test_recorded_counts_stand_only_for_items_still_projected(tmp_path: Path) -> None:
+    """A checkpoint's counts are taken for the items still projected and no others: after
+    another writer retracts the newest item and appends a longer one, a reopened session's
+    first estimate counts the new message, as a session folding the log from the start does."""
+    path = tmp_path / "r.db"
+    with SQLiteStore(path) as store:
+        session = store.session("r", counter=FixedCounter(), checkpoint_every=1)
+        session.append([Message("user", "one two three"), Message("assistant", "four")])
+        session.estimate()  # from here on, each checkpoint records every item's count
+        session.append(Message("user", "five"))
+    with SQLiteStore(path) as store:
+        writer = store.session("r", checkpoint_every=None)
+        writer.append(NewEvent.of(Retraction(writer.items()[-1].id)))
+        writer.append(Message("user", "a longer message than the one it stands in for"))
+    estimates = []
+    for drop in (False, True):
+        with SQLiteStore(path) as store:
+            if drop:
+                store.drop_snapshots("r")
+            else:
+                assert len(json.loads(store.load_snapshot("r")[1])["items"]) == 3  # type: ignore[index]
+            session = store.session("r", counter=FixedCounter(), checkpoint_every=None)
+            estimates.append(session.estimate())
+            assert estimates[-1] == count_messages(FixedCounter(), session.messages())
+    assert estimates[0] == estimates[1]

@@ -108,6 +108,12 @@ class Fold:
         known = self.known if self.known_counter == name else {}
         reuse = previous if previous is not None and previous.counter.name == name else None
         anchor = self.anchor
+        if anchor is None and known.keys() == self.projection.ids():
+            # Every projected item's count is recorded (a checkpoint's, say): taken whole, with
+            # no look at a hundred thousand items spread over the heap.
+            tally.add_counts(known)
+            self.tally, self.known, self.known_counter = tally, {}, None
+            return
         items = self.projection.items
         later: list[Item] = []
         for item in items:
