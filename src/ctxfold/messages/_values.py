@@ -158,9 +158,12 @@ class Message:
         if not isinstance(raw_calls, (list, tuple)):
             raise InvalidInputError(f"tool_calls must be a list, not {show(raw_calls)}")
         call_id, name = data.get("tool_call_id"), data.get("name")
-        for key, value in (("tool_call_id", call_id), ("name", name)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
+        if not (call_id is None or isinstance(call_id, str)) or not (
+            name is None or isinstance(name, str)
+        ):
+            for key, value in (("tool_call_id", call_id), ("name", name)):
+                if value is not None and not isinstance(value, str):
+                    raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
         calls = tuple([ToolCall.from_dict(c) for c in raw_calls]) if raw_calls else ()
         extra = data.get("extra")
         extra_value = {} if extra is None else _extra(extra, "the message")

@@ -150,7 +150,12 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
         raise InvalidInputError("items is not a list")
     originals = _Originals(store, session_id, seq)
     message_of = originals.message
+    # The projection's columns are gathered here, while each item is at hand: a pass over a
+    # hundred thousand items afterwards would wait on memory more than it computes.
     items: list[Item] = []
+    ids: list[int] = []
+    keys: list[int] = []
+    messages: list[Message] = []
     counts: dict[int, int] = {}
     altered: set[int] = set()
     key = 0
@@ -158,26 +163,31 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
         # A reference to an original message event, ``[seq, tokens]``: checked inline, without
         # a call per item, since a cold start reads a hundred thousand of them.
         if type(entry) is list and len(entry) == 2 and type(entry[0]) is int:
-            item_id = entry[0]
-            item = original_item(item_id, message_of(item_id))
+            item_id = item_key = entry[0]
+            message = message_of(item_id)
+            item = original_item(item_id, message)
         else:
             item = _item(entry, seq, message_of)
+            item_id, item_key, message = item.id, item.key, item.message
             if item.kind == "message":
-                altered.add(item.id)
-        if item.key <= key:
-            raise InvalidInputError(f"item {item.id} is out of order")
-        key = item.key
+                altered.add(item_id)
+        if item_key <= key:
+            raise InvalidInputError(f"item {item_id} is out of order")
+        key = item_key
         items.append(item)
+        ids.append(item_id)
+        keys.append(key)
+        messages.append(message)
         tokens = entry[1]
         if tokens is not None:
             if type(tokens) is not int or tokens < 0:  # `_count`, inline
-                raise InvalidInputError(f"item {item.id} has a count of {tokens!r}")
-            counts[item.id] = tokens
+                raise InvalidInputError(f"item {item_id} has a count of {tokens!r}")
+            counts[item_id] = tokens
     pins = raw.get("pins")
-    ids = {item.id for item in items} if pins else set()
-    if not isinstance(pins, list) or not all(_seq(p) and p in ids for p in pins):
+    projected = set(ids) if pins else set()
+    if not isinstance(pins, list) or not all(_seq(p) and p in projected for p in pins):
         raise InvalidInputError(f"pins {pins!r} are not projected items")
-    fold = Fold(Projection.of_items(items, seq, pins))
+    fold = Fold(Projection.of_columns(items, ids, keys, messages, seq, pins))
     fold.last_edit_seq = _field(raw, "last_edit", seq)
     fold.overflows = _field(raw, "overflows", None)
     fold.anchor = _anchor(raw.get("anchor"), seq)

@@ -154,6 +154,20 @@ class Projection:
             messages.append(item.message)
         return cls(last_seq, list(items), keys, key_of, set(pins), messages)
 
+    @classmethod
+    def of_columns(
+        cls,
+        items: list[Item],
+        ids: list[int],
+        keys: list[int],
+        messages: list[Message],
+        last_seq: int,
+        pins: Iterable[int] = (),
+    ) -> Projection:
+        """`of_items` for a caller that holds each item's id, key and message already, in lists
+        in the items' order: the lists are taken over, not copied, and no item is read."""
+        return cls(last_seq, items, keys, dict(zip(ids, keys, strict=True)), set(pins), messages)
+
     def copy(self) -> Projection:
         """An independent copy, to check a batch against without touching this one."""
         return Projection(
