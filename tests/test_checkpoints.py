@@ -320,3 +320,31 @@ def test_recorded_counts_stand_only_for_items_still_projected(tmp_path: Path) ->
             estimates.append(session.estimate())
             assert estimates[-1] == count_messages(FixedCounter(), session.messages())
     assert estimates[0] == estimates[1]
+
+
+@pytest.mark.guarantee("checkpoints-are-derived")
+def test_a_checkpoint_anchored_to_a_report_estimates_as_the_log_does(tmp_path: Path) -> None:
+    """A checkpoint holding every item's count and a provider report, with messages after the
+    report, gives the first estimate of a session folding the log from the start: the report
+    plus what came after it, and the counted total beside it."""
+    path = tmp_path / "a.db"
+    with SQLiteStore(path) as store:
+        session = store.session("a", counter=FixedCounter(), checkpoint_every=1)
+        session.append([Message("user", "one two three"), Message("assistant", "four five")])
+        session.estimate()
+        session.record_usage(40)
+        session.append([Message("user", "six seven eight nine"), Message("assistant", "ten")])
+        wrote = session.estimate(), session.tally().total
+        after_report = sum(FixedCounter().count_message(m) for m in session.messages()[2:])
+    results = []
+    for drop in (False, True):
+        with SQLiteStore(path) as store:
+            if drop:
+                store.drop_snapshots("a")
+            else:
+                (at, data) = store.load_snapshot("a")  # type: ignore[misc]
+                assert at == store.last_seq("a") and json.loads(data)["anchor"] is not None
+            session = store.session("a", counter=FixedCounter(), checkpoint_every=None)
+            results.append((session.estimate(), session.tally().total))
+    assert results[0] == results[1] == wrote
+    assert wrote[0] == 40 + after_report

@@ -152,7 +152,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     message_of = originals.message
     # The projection's columns are gathered here, while each item is at hand: a pass over a
     # hundred thousand items afterwards would wait on memory more than it computes.
-    items: list[Item] = []
+    built: list[Item | None] = []
     ids: list[int] = []
     keys: list[int] = []
     messages: list[Message] = []
@@ -165,7 +165,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
         if type(entry) is list and len(entry) == 2 and type(entry[0]) is int:
             item_id = item_key = entry[0]
             message = message_of(item_id)
-            item = original_item(item_id, message)
+            item = None
         else:
             item = _item(entry, seq, message_of)
             item_id, item_key, message = item.id, item.key, item.message
@@ -174,7 +174,7 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
         if item_key <= key:
             raise InvalidInputError(f"item {item_id} is out of order")
         key = item_key
-        items.append(item)
+        built.append(item)
         ids.append(item_id)
         keys.append(key)
         messages.append(message)
@@ -187,6 +187,12 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     projected = set(ids) if pins else set()
     if not isinstance(pins, list) or not all(_seq(p) and p in projected for p in pins):
         raise InvalidInputError(f"pins {pins!r} are not projected items")
+    # The items of original messages are made together, after the reading: side by side in
+    # memory, as the items a log's fold makes are, so every later pass over them is quick.
+    items = [
+        original_item(i, m) if item is None else item
+        for item, i, m in zip(built, ids, messages, strict=True)
+    ]
     fold = Fold(Projection.of_columns(items, ids, keys, messages, seq, pins))
     fold.last_edit_seq = _field(raw, "last_edit", seq)
     fold.overflows = _field(raw, "overflows", None)

@@ -108,10 +108,7 @@ class Fold:
         known = self.known if self.known_counter == name else {}
         reuse = previous if previous is not None and previous.counter.name == name else None
         anchor = self.anchor
-        if anchor is None and known.keys() == self.projection.ids():
-            # Every projected item's count is recorded (a checkpoint's, say): taken whole, with
-            # no look at a hundred thousand items spread over the heap.
-            tally.add_counts(known)
+        if known.keys() == self.projection.ids() and self._take_known(tally, known):
             self.tally, self.known, self.known_counter = tally, {}, None
             return
         items = self.projection.items
@@ -136,6 +133,28 @@ class Fold:
         self.tally = tally
         self.known = {}
         self.known_counter = None
+
+    def _take_known(self, tally: Tally, known: dict[int, int]) -> bool:
+        """What `attach` does when `known` holds the count of every projected item (a
+        checkpoint's, say), taking the counts whole, with no look at a hundred thousand items
+        spread over the heap; False, having done nothing, where that cannot be done exactly."""
+        anchor = self.anchor
+        if anchor is None:
+            tally.add_counts(known)
+            return True
+        items = self.projection.items
+        # Every edit drops the anchor, so the items newer than the report were appended after
+        # it and end the projection; a checkpoint says so only by its word, so it is checked.
+        later = _tail_after(items, anchor.seq)
+        ids = self.projection.ids()
+        if anchor.seq in ids or sum(1 for i in ids if i > anchor.seq) != len(later):
+            return False
+        newer = {item.id: known[item.id] for item in later}
+        tally.add_counts({i: tokens for i, tokens in known.items() if i not in newer})
+        tail = _tail_after(items[: len(items) - len(later)], anchor.after_seq)
+        tally.anchor(anchor.prompt_tokens + sum(tally.count(i.id) for i in tail))
+        tally.add_counts(newer)
+        return True
 
 
 def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:
