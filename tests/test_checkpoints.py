@@ -152,6 +152,16 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         compaction = next(e.seq for e in store.read("cp") if e.type == COMPACTION)
         items = [[compaction, None], *raw["items"]]
         store.save_snapshot("cp", seq, json.dumps({**raw, "items": items}))
+    elif kind == "reference beyond its seq":
+        later = next(e.seq for e in store.read("cp", after=seq) if e.type == "message")
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": [*raw["items"], [later, 5]]}))
+    elif kind == "reference to seq 0":
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": [[0, 5], *raw["items"]]}))
+    elif kind == "same reference twice":
+        first = next(i for i in raw["items"] if len(i) == 2)
+        at = raw["items"].index(first)
+        items = [*raw["items"][: at + 1], first, *raw["items"][at + 1 :]]
+        store.save_snapshot("cp", seq, json.dumps({**raw, "items": items}))
     elif kind == "items out of order":
         store.save_snapshot("cp", seq, json.dumps({**raw, "items": raw["items"][::-1]}))
     elif kind == "not an object":
@@ -174,6 +184,9 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         "wrong counts, other counter",
         "seq beyond the log",
         "reference to a non-message",
+        "reference beyond its seq",
+        "reference to seq 0",
+        "same reference twice",
         "items out of order",
     ],
 )
@@ -279,3 +292,59 @@ def test_a_checkpoint_written_from_the_last_one_is_the_checkpoint_written_afresh
     session.append(Message("user", "start over"))
     same()
     assert len(set(texts)) == len(texts)
+
+
+@pytest.mark.guarantee("checkpoints-are-derived")
+def test_recorded_counts_stand_only_for_items_still_projected(tmp_path: Path) -> None:
+    """A checkpoint's counts are taken for the items still projected and no others: after
+    another writer retracts the newest item and appends a longer one, a reopened session's
+    first estimate counts the new message, as a session folding the log from the start does."""
+    path = tmp_path / "r.db"
+    with SQLiteStore(path) as store:
+        session = store.session("r", counter=FixedCounter(), checkpoint_every=1)
+        session.append([Message("user", "one two three"), Message("assistant", "four")])
+        session.estimate()  # from here on, each checkpoint records every item's count
+        session.append(Message("user", "five"))
+    with SQLiteStore(path) as store:
+        writer = store.session("r", checkpoint_every=None)
+        writer.append(NewEvent.of(Retraction(writer.items()[-1].id)))
+        writer.append(Message("user", "a longer message than the one it stands in for"))
+    estimates = []
+    for drop in (False, True):
+        with SQLiteStore(path) as store:
+            if drop:
+                store.drop_snapshots("r")
+            else:
+                assert len(json.loads(store.load_snapshot("r")[1])["items"]) == 3  # type: ignore[index]
+            session = store.session("r", counter=FixedCounter(), checkpoint_every=None)
+            estimates.append(session.estimate())
+            assert estimates[-1] == count_messages(FixedCounter(), session.messages())
+    assert estimates[0] == estimates[1]
+
+
+@pytest.mark.guarantee("checkpoints-are-derived")
+def test_a_checkpoint_anchored_to_a_report_estimates_as_the_log_does(tmp_path: Path) -> None:
+    """A checkpoint holding every item's count and a provider report, with messages after the
+    report, gives the first estimate of a session folding the log from the start: the report
+    plus what came after it, and the counted total beside it."""
+    path = tmp_path / "a.db"
+    with SQLiteStore(path) as store:
+        session = store.session("a", counter=FixedCounter(), checkpoint_every=1)
+        session.append([Message("user", "one two three"), Message("assistant", "four five")])
+        session.estimate()
+        session.record_usage(40)
+        session.append([Message("user", "six seven eight nine"), Message("assistant", "ten")])
+        wrote = session.estimate(), session.tally().total
+        after_report = sum(FixedCounter().count_message(m) for m in session.messages()[2:])
+    results = []
+    for drop in (False, True):
+        with SQLiteStore(path) as store:
+            if drop:
+                store.drop_snapshots("a")
+            else:
+                (at, data) = store.load_snapshot("a")  # type: ignore[misc]
+                assert at == store.last_seq("a") and json.loads(data)["anchor"] is not None
+            session = store.session("a", counter=FixedCounter(), checkpoint_every=None)
+            results.append((session.estimate(), session.tally().total))
+    assert results[0] == results[1] == wrote
+    assert wrote[0] == 40 + after_report

@@ -262,3 +262,23 @@ def test_text_counts_give_the_counters_count_and_count_each_remembered_text_once
     long = "x" * 40  # longer than max_chars: counted, never kept
     assert count(long) == count(long) == counter.inner.count_text(long)
     assert counter.texts == 6
+
+
+def test_counts_added_by_id_are_taken_as_given() -> None:
+    """`add_counts` adds items with counts made earlier, as `add` with `tokens` does one at a
+    time: into the total, and into what came after an anchor; an id already there is refused
+    and nothing of that call is added."""
+    heuristic = HeuristicCounter()
+    one, many = Tally(heuristic), Tally(heuristic)
+    counts = {1: 12, 2: 7, 5: 30}
+    for item_id, tokens in counts.items():
+        one.add(item_id, Message("user", "never counted"), tokens=tokens)
+    many.add_counts(counts)
+    assert many.total == one.total == 49 + REPLY_PRIMING_TOKENS
+    assert [many.count(i) for i in counts] == [12, 7, 30]
+    many.anchor(100)
+    many.add_counts({6: 4, 7: 5})
+    assert many.estimate == 109
+    with pytest.raises(InvalidInputError, match="item 2 is already"):
+        many.add_counts({8: 1, 2: 3})
+    assert 8 not in many and many.estimate == 109

@@ -16,6 +16,13 @@ from typing import Any, Literal, cast
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages._show import show
 
+# A value read back from stored JSON is built field by field, as the dataclass's own
+# `__init__` does, once `from_dict` has checked every rule `__post_init__` checks: a cold start
+# reads a hundred thousand messages, and the generated `__init__` looks `object.__setattr__` up
+# again for each field, then runs checks already made.
+_new = object.__new__
+_set = object.__setattr__
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
@@ -58,9 +65,16 @@ class ToolCall:
                 f"call {call_id!r}: arguments must be a JSON string, not {show(arguments)}"
             )
         extra = data.get("extra")
-        return cls(
-            call_id, name, arguments, {} if extra is None else _extra(extra, f"call {call_id!r}")
-        )
+        extra_value = {} if extra is None else _extra(extra, f"call {call_id!r}")
+        if cls is not ToolCall:
+            return cls(call_id, name, arguments, extra_value)
+        call = _new(ToolCall)
+        _set(call, "id", call_id)
+        _set(call, "name", name)
+        _set(call, "arguments", arguments)
+        _set(call, "extra", extra_value)
+        return call
+        return call
 
 
 @dataclass(frozen=True)
@@ -143,19 +157,32 @@ class Message:
         raw_calls = data.get("tool_calls") or ()
         if not isinstance(raw_calls, (list, tuple)):
             raise InvalidInputError(f"tool_calls must be a list, not {show(raw_calls)}")
-        for key in ("tool_call_id", "name"):
-            value = data.get(key)
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
+        call_id, name = data.get("tool_call_id"), data.get("name")
+        if not (call_id is None or isinstance(call_id, str)) or not (
+            name is None or isinstance(name, str)
+        ):
+            for key, value in (("tool_call_id", call_id), ("name", name)):
+                if value is not None and not isinstance(value, str):
+                    raise InvalidInputError(f"{key} must be a string or null, not {show(value)}")
+        calls = tuple([ToolCall.from_dict(c) for c in raw_calls]) if raw_calls else ()
         extra = data.get("extra")
-        return cls(
-            cast(Role, role),
-            content,
-            tuple([ToolCall.from_dict(c) for c in raw_calls]) if raw_calls else (),
-            data.get("tool_call_id"),
-            data.get("name"),
-            {} if extra is None else _extra(extra, "the message"),
-        )
+        extra_value = {} if extra is None else _extra(extra, "the message")
+        if (
+            cls is not Message
+            or (role == "tool" and not call_id)
+            or (calls and role != "assistant")
+        ):
+            # A subclass builds itself; a message that breaks a rule of `__post_init__` is
+            # refused there, in its words.
+            return cls(cast(Role, role), content, calls, call_id, name, extra_value)
+        message = _new(Message)
+        _set(message, "role", role)
+        _set(message, "content", content)
+        _set(message, "tool_calls", calls)
+        _set(message, "tool_call_id", call_id)
+        _set(message, "name", name)
+        _set(message, "extra", extra_value)
+        return message
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))

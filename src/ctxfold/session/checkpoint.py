@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, TypeGuard
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import MESSAGE
 from ctxfold.messages import Message
 from ctxfold.session.fold import Anchor, Fold
-from ctxfold.session.projection import Item, Projection
+from ctxfold.session.projection import Item, Projection, original_item
 from ctxfold.storage.base import StoreBase
 from ctxfold.storage.checks import PAGE_SIZE
 from ctxfold.tokens.tally import Tally
@@ -148,41 +148,52 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     entries = raw.get("items")
     if not isinstance(entries, list):
         raise InvalidInputError("items is not a list")
-    # A reference to an original message event, ``[seq, tokens]``; checked inline, without a
-    # call per item, since a cold start reads a hundred thousand of them.
-    short = [type(e) is list and len(e) == 2 and type(e[0]) is int and e[0] >= 1 for e in entries]
-    wanted = [
-        entry[0]
-        for entry, is_short in zip(entries, short, strict=True)
-        if is_short or (isinstance(entry, list) and len(entry) == 9 and entry[6] is True)
-    ]
-    originals = _originals(store, session_id, wanted, seq)
-    items: list[Item] = []
+    originals = _Originals(store, session_id, seq)
+    message_of = originals.message
+    # The projection's columns are gathered here, while each item is at hand: a pass over a
+    # hundred thousand items afterwards would wait on memory more than it computes.
+    built: list[Item | None] = []
+    ids: list[int] = []
+    keys: list[int] = []
+    messages: list[Message] = []
     counts: dict[int, int] = {}
     altered: set[int] = set()
     key = 0
-    for entry, is_short in zip(entries, short, strict=True):
-        if is_short:
-            item_id = entry[0]
-            item = Item(item_id, originals[item_id], "message", item_id)
+    for entry in entries:
+        # A reference to an original message event, ``[seq, tokens]``: checked inline, without
+        # a call per item, since a cold start reads a hundred thousand of them.
+        if type(entry) is list and len(entry) == 2 and type(entry[0]) is int:
+            item_id = item_key = entry[0]
+            message = message_of(item_id)
+            item = None
         else:
-            item = _item(entry, seq, originals)
+            item = _item(entry, seq, message_of)
+            item_id, item_key, message = item.id, item.key, item.message
             if item.kind == "message":
-                altered.add(item.id)
-        if item.key <= key:
-            raise InvalidInputError(f"item {item.id} is out of order")
-        key = item.key
-        items.append(item)
+                altered.add(item_id)
+        if item_key <= key:
+            raise InvalidInputError(f"item {item_id} is out of order")
+        key = item_key
+        built.append(item)
+        ids.append(item_id)
+        keys.append(key)
+        messages.append(message)
         tokens = entry[1]
         if tokens is not None:
             if type(tokens) is not int or tokens < 0:  # `_count`, inline
-                raise InvalidInputError(f"item {item.id} has a count of {tokens!r}")
-            counts[item.id] = tokens
-    ids = {item.id for item in items}
+                raise InvalidInputError(f"item {item_id} has a count of {tokens!r}")
+            counts[item_id] = tokens
     pins = raw.get("pins")
-    if not isinstance(pins, list) or not all(_seq(p) and p in ids for p in pins):
+    projected = set(ids) if pins else set()
+    if not isinstance(pins, list) or not all(_seq(p) and p in projected for p in pins):
         raise InvalidInputError(f"pins {pins!r} are not projected items")
-    fold = Fold(Projection.of_items(items, seq, pins))
+    # The items of original messages are made together, after the reading: side by side in
+    # memory, as the items a log's fold makes are, so every later pass over them is quick.
+    items = [
+        original_item(i, m) if item is None else item
+        for item, i, m in zip(built, ids, messages, strict=True)
+    ]
+    fold = Fold(Projection.of_columns(items, ids, keys, messages, seq, pins))
     fold.last_edit_seq = _field(raw, "last_edit", seq)
     fold.overflows = _field(raw, "overflows", None)
     fold.anchor = _anchor(raw.get("anchor"), seq)
@@ -192,33 +203,39 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     return fold
 
 
-def _originals(
-    store: StoreBase, session_id: str, wanted: Sequence[int], seq: int
-) -> dict[int, Message]:
-    """The messages of the events `wanted` (ascending seqs), reading little else: a stream opens
-    at each run of them, and one stream goes on across gaps shorter than a page."""
-    out: dict[int, Message] = {}
-    ascending = list(wanted) == sorted(set(wanted)) and all(type(s) is int for s in wanted)
-    if not ascending or (wanted and (wanted[0] < 1 or wanted[-1] > seq)):
-        raise InvalidInputError("its references are not ascending seqs within the log")
-    index = 0
-    while index < len(wanted):
-        for event_seq, event_type, data in store.stream_data(session_id, after=wanted[index] - 1):
-            if event_seq < wanted[index]:
+class _Originals:
+    """The messages of original events, asked for in ascending seqs up to `seq`, reading little
+    else: a stream opens at the first one asked for, and goes on across gaps shorter than a
+    page; a longer gap (what a compaction covers) opens a new one past it."""
+
+    def __init__(self, store: StoreBase, session_id: str, seq: int) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._seq = seq
+        self._asked = 0
+        self._rows: Iterator[tuple[int, str, Any]] = iter(())
+        self._read = -PAGE_SIZE  # the last seq read: none yet, so the first ask opens a stream
+
+    def message(self, want: int) -> Message:
+        """The message of the event at seq `want`; refuses a seq that is not after the last
+        one asked for, is beyond `seq`, or is not a message event in the log."""
+        if not self._asked < want <= self._seq:
+            raise InvalidInputError("its references are not ascending seqs within the log")
+        self._asked = want
+        if want - self._read > PAGE_SIZE:
+            self._rows = self._store.stream_data(self._session_id, after=want - 1)
+        for event_seq, event_type, data in self._rows:
+            self._read = event_seq
+            if event_seq < want:
                 continue
             message = data.get("message") if event_type == MESSAGE else None
-            if event_seq > wanted[index] or not isinstance(message, dict):
-                raise InvalidInputError(f"event {wanted[index]} is not a message event")
-            out[event_seq] = Message.from_dict(message)
-            index += 1
-            if index == len(wanted) or wanted[index] - event_seq > PAGE_SIZE:
-                break
-        else:
-            raise InvalidInputError(f"event {wanted[index]} is missing from the log")
-    return out
+            if event_seq > want or not isinstance(message, dict):
+                raise InvalidInputError(f"event {want} is not a message event")
+            return Message.from_dict(message)
+        raise InvalidInputError(f"event {want} is missing from the log")
 
 
-def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
+def _item(entry: object, seq: int, original_of: Callable[[int], Message]) -> Item:
     """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers,
     ledger]``, where `masked` says the item's original is the message of its own event."""
     if not isinstance(entry, list) or len(entry) != 9:
@@ -241,7 +258,7 @@ def _item(entry: object, seq: int, originals: dict[int, Message]) -> Item:
         raise InvalidInputError(f"item {item_id} has no message")
     if ledger is not None and not isinstance(ledger, dict):
         raise InvalidInputError(f"item {item_id} has a ledger of {ledger!r:.80}")
-    original = originals[item_id] if masked else None
+    original = original_of(item_id) if masked else None
     identifiers = tuple(held) if held is not None else None
     message_value = Message.from_dict(message)
     return Item(item_id, message_value, kind, key, span, original, identifiers, ledger)

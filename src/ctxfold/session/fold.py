@@ -108,6 +108,12 @@ class Fold:
         known = self.known if self.known_counter == name else {}
         reuse = previous if previous is not None and previous.counter.name == name else None
         anchor = self.anchor
+        counts = self._all_counts(tally, known, reuse)
+        if counts is not None:
+            if self._take_known(tally, counts):
+                self.tally, self.known, self.known_counter = tally, {}, None
+                return
+            known = counts  # counted already: the walk below takes them
         items = self.projection.items
         later: list[Item] = []
         for item in items:
@@ -130,6 +136,57 @@ class Fold:
         self.tally = tally
         self.known = {}
         self.known_counter = None
+
+    def _all_counts(
+        self, tally: Tally, known: dict[int, int], reuse: Tally | None
+    ) -> dict[int, int] | None:
+        """Every projected item's count by id, when `known` holds most of them (a checkpoint's
+        counts, with the few items folded after it counted here, or taken from `reuse`); None
+        when it holds fewer than half, and counting item by item costs no more."""
+        ids = self.projection.ids()
+        if known.keys() == ids:
+            return known
+        missing = ids - known.keys()
+        if len(missing) * 2 > len(ids):
+            return None
+        # Counts of items no longer projected (retracted, compacted away) are left out.
+        counts = dict(known)
+        for item_id in known.keys() - ids:
+            del counts[item_id]
+        items = self.projection.items
+        for item_id in missing:
+            if reuse is not None and item_id in reuse:
+                counts[item_id] = reuse.count(item_id)
+            else:
+                index = self.projection.position(item_id)
+                assert index is not None  # every id in `ids` is projected
+                counts[item_id] = tally.counter.count_message(items[index].message)
+        return counts
+
+    def _take_known(self, tally: Tally, known: dict[int, int]) -> bool:
+        """What `attach` does when `known` holds the count of every projected item (a
+        checkpoint's, say), taking the counts whole, with no look at each of a hundred thousand
+        items; False, having done nothing, where that cannot be done exactly."""
+        anchor = self.anchor
+        if anchor is None:
+            tally.add_counts(known)
+            return True
+        items = self.projection.items
+        # Every edit drops the anchor, so the items newer than the report were appended after
+        # it and end the projection; a checkpoint says so only by its word, so it is checked.
+        later = _tail_after(items, anchor.seq)
+        ids = self.projection.ids()
+        if anchor.seq in ids or sum(1 for i in ids if i > anchor.seq) != len(later):
+            return False
+        newer = {item.id: known[item.id] for item in later}
+        head = dict(known)
+        for item_id in newer:
+            del head[item_id]
+        tally.add_counts(head)
+        tail = _tail_after(items[: len(items) - len(later)], anchor.after_seq)
+        tally.anchor(anchor.prompt_tokens + sum(tally.count(i.id) for i in tail))
+        tally.add_counts(newer)
+        return True
 
 
 def _tail_after(items: Sequence[Item], seq: int) -> list[Item]:

@@ -20,7 +20,7 @@ were checked against pins still reads (`old-logs-read`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,6 +92,25 @@ class Item:
         return self.covers if self.covers is not None else (self.id, self.id)
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def original_item(seq: int, message: Message) -> Item:
+    """``Item(seq, message, "message", seq)``: the item of an original message event.
+
+    A cold start makes a hundred thousand of these, so only the three fields that differ from
+    item to item are set, as the dataclass's `__init__` sets them; the others read their
+    defaults from the class, where `dataclass` keeps every plain default. Equality, hashing,
+    `repr` and `dataclasses.replace` read fields by attribute, so the item is the same value,
+    and reading a default costs no more than reading a field set on the item."""
+    item = _new(Item)
+    _set(item, "id", seq)
+    _set(item, "message", message)
+    _set(item, "key", seq)
+    return item
+
+
 @dataclass(frozen=True)
 class Change:
     """What one applied event did, for incremental bookkeeping (token tallies)."""
@@ -124,14 +143,31 @@ class Projection:
     def of_items(cls, items: Sequence[Item], last_seq: int, pins: Iterable[int] = ()) -> Projection:
         """A projection that holds `items` as of seq `last_seq` (their keys must ascend), with
         the items `pins` pinned."""
-        return cls(
-            last_seq,
-            list(items),
-            [item.key for item in items],
-            {item.id: item.key for item in items},
-            set(pins),
-            [item.message for item in items],
-        )
+        # One pass: a cold start holds a hundred thousand items spread over the heap, and
+        # each pass over them waits on memory more than it computes.
+        keys: list[int] = []
+        key_of: dict[int, int] = {}
+        messages: list[Message] = []
+        for item in items:
+            key = item.key
+            keys.append(key)
+            key_of[item.id] = key
+            messages.append(item.message)
+        return cls(last_seq, list(items), keys, key_of, set(pins), messages)
+
+    @classmethod
+    def of_columns(
+        cls,
+        items: list[Item],
+        ids: list[int],
+        keys: list[int],
+        messages: list[Message],
+        last_seq: int,
+        pins: Iterable[int] = (),
+    ) -> Projection:
+        """`of_items` for a caller that holds each item's id, key and message already, in lists
+        in the items' order: the lists are taken over, not copied, and no item is read."""
+        return cls(last_seq, items, keys, dict(zip(ids, keys, strict=True)), set(pins), messages)
 
     def copy(self) -> Projection:
         """An independent copy, to check a batch against without touching this one."""
@@ -149,6 +185,10 @@ class Projection:
     def items(self) -> Frozen[Item]:
         """The projected items, as an immutable view: O(1), and it never changes afterwards."""
         return frozen(self._items)
+
+    def ids(self) -> KeysView[int]:
+        """The ids of the projected items, as a set-like view (in no promised order)."""
+        return self._key_of.keys()
 
     def messages(self) -> Frozen[Message]:
         """The projected messages, as an immutable view: O(1), and it never changes afterwards."""
@@ -332,7 +372,7 @@ class Projection:
         return self._add(seq, message)
 
     def _add(self, seq: int, message: Message) -> Item:
-        item = Item(seq, message, "message", seq)
+        item = original_item(seq, message)
         self._items.append(item)
         self._messages.append(message)
         self._keys.append(seq)

@@ -190,6 +190,23 @@ class Tally:
             self._since_sum += tokens
         return tokens
 
+    def add_counts(self, counts: Mapping[int, int]) -> None:
+        """Add items by id with their counts, made earlier by a counter of this tally's
+        counter's name: `add` with `tokens` given, for many items in one call (a checkpoint
+        records the counts of a whole projection). An id already in the tally is an error, and
+        then nothing is added."""
+        if not self._counts.keys().isdisjoint(counts):
+            taken = next(i for i in counts if i in self._counts)
+            raise InvalidInputError(
+                f"item {taken} is already in the tally; use replace() to change it"
+            )
+        added = sum(counts.values())
+        self._counts.update(counts)
+        self._sum += added
+        if self._anchor is not None:
+            self._since.update(counts)
+            self._since_sum += added
+
     def remove(self, item_id: int) -> int:
         """Forget an item and return the tokens it had.
 
