@@ -20,6 +20,7 @@ from ctxfold.messages import Message
 from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.tokens import TiktokenCounter, _rust, counter, exact
 from ctxfold.tokens._parts import call_strings, message_strings
+from ctxfold.tokens.tally import TextCounts, split_lines
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 
@@ -178,3 +179,53 @@ def test_bpe_openai_still_imports_after_the_counter_loaded_its_tokenizer() -> No
 
         assert _bindings is sys.modules["bpe_openai._bindings"]
         assert len(bpe_openai.get_encoding("o200k_base").encode_ordinary("hello world")) == 2
+
+
+def _drafts(seed: int = 15) -> list[str]:
+    """Multi-line texts: edge pieces and random unicode as lines, joined by newlines, with
+    lines that start with a slash, a space, a tab or a blank line among them."""
+    rng = random.Random(seed)
+    corpus = edge_corpus(seed)
+    starts = ["", "- ", "## ", "/", " ", "\t", "\n", "`", "1. ", "'s ", ">", "\r"]
+    drafts = []
+    for _ in range(1_500):
+        lines = [rng.choice(starts) + rng.choice(corpus)[:80] for _ in range(rng.randint(2, 12))]
+        drafts.append("\n".join(lines) + rng.choice(["", "\n", " \n", "\n\n", "."]))
+    return drafts
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_line_pieces_add_up_to_the_whole_count(
+    name: str, counters: dict[str, tuple[TiktokenCounter, TiktokenCounter]]
+) -> None:
+    """Cut where `split_lines` cuts, a text's pieces count exactly as many tokens as the whole
+    text, so a draft can be weighed from its lines' remembered counts."""
+    fast, slow = counters[name]
+    assert fast.line_additive
+    for text in _drafts():
+        pieces = split_lines(text)
+        assert "".join(pieces) == text
+        whole = len(fast.encoding.encode_ordinary(text))
+        assert sum(slow.count_text(p) for p in pieces) == whole, text[:80]
+        assert TextCounts(fast).lines(text) == whole, text[:80]
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize("path", transcript_params())
+def test_line_pieces_add_up_on_transcripts(
+    path: Path, counters: dict[str, tuple[TiktokenCounter, TiktokenCounter]]
+) -> None:
+    """On every multi-line text of a real run, and on the run joined, the pieces add up."""
+    fast, _ = counters["o200k_base"]
+    texts = [t for m in read_jsonl(path) for t in message_strings(m) if "\n" in t]
+    texts.append("\n".join(texts))
+    lines = TextCounts(fast).lines
+    assert [lines(t) for t in texts] == [fast.count_text(t) for t in texts]
+
+
+def test_counter_without_line_additivity_is_counted_whole() -> None:
+    """For a counter that does not declare its counts add up over lines (the character
+    heuristic rounds each count), `lines` counts the whole text."""
+    heuristic = counter("heuristic")
+    text = "## Work\n- a\n- bb\n- ccc\n"
+    assert TextCounts(heuristic).lines(text) == heuristic.count_text(text)

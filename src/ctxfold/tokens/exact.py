@@ -201,6 +201,8 @@ class TiktokenCounter:
         loaded) or ``"tiktoken"`` (``engine="tiktoken"``, or bpe-openai's tokenizer could not be
         loaded or disagreed). The counts are the same either way; only the speed differs."""
         self._fast: Callable[[str], int] = rust.count if rust is not None else self._encode_count
+        self.line_additive = True
+        """Counts add up over the pieces `split_lines` cuts a text into (`TextCounts.lines`)."""
         self.exact = approximation_for is None
         self.name = (
             encoding
