@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -179,8 +178,15 @@ def _without(text: str, identifiers: list[str]) -> str:
 
 
 def _at_least(text: str, n: int) -> bool:
-    """Whether `text` has `n` words or more (as many as `_words` finds), read only that far."""
-    return sum(1 for _ in itertools.islice(_WORD.finditer(text), n)) >= n
+    """Whether `text` has `n` words or more (as many as `_words` finds), read only about that
+    far: a prefix never has more words than the whole (a word it cuts is one word in both)."""
+    end = 8 * n
+    while True:
+        if len(_WORD.findall(text, 0, end)) >= n:
+            return True
+        if end >= len(text):
+            return False
+        end *= 4
 
 
 def _words(text: str) -> list[str]:
