@@ -9,8 +9,9 @@ tiktoken's, so the engine is taken only when
   0.4 s building Python-side tables we do not use, and warns about a deprecated call);
 - it knows the encoding;
 - it gives tiktoken's count on every string of `PROBES`, one per class of text where two
-  pre-tokenizers could differ. A later bpe-openai that split any of them otherwise would be
-  refused here, with a log record, rather than drift.
+  pre-tokenizers could differ (`PROBE_COUNTS`: tiktoken's counts, pinned here so that the check
+  needs no tiktoken encoding built, and held to tiktoken's by a test). A later bpe-openai that
+  split any of them otherwise would be refused here, with a log record, rather than drift.
 
 Anything else returns None and tiktoken counts. The compiled module is registered under its own
 name, so an application that imports bpe_openai later gets the same module instead of a second
@@ -47,31 +48,37 @@ PROBES: tuple[str, ...] = (
 )
 """Strings the Rust engine must count as tiktoken does before it is used."""
 
+PROBE_COUNTS: dict[str, tuple[int, ...]] = {
+    "o200k_base": (27, 4, 10, 9, 30, 17, 33, 25, 16, 12, 400, 29),
+    "cl100k_base": (27, 4, 10, 10, 30, 26, 47, 29, 20, 26, 518, 29),
+}
+"""tiktoken's counts of `PROBES`, per encoding."""
+
 _loaded: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def rust_tokenizer(encoding: str, reference: Any) -> Any | None:
+def rust_tokenizer(encoding: str) -> Any | None:
     """bpe-openai's tokenizer for `encoding` (it has ``count(text) -> int``), or None.
 
-    `reference` is the `tiktoken.Encoding` it is checked against. The result is cached per
-    encoding, None included, so the check runs once per process.
+    The result is cached per encoding, None included, so the check runs once per process.
     """
     with _lock:
         if encoding not in _loaded:
-            _loaded[encoding] = _checked(encoding, reference)
+            _loaded[encoding] = _checked(encoding)
         return _loaded[encoding]
 
 
-def _checked(encoding: str, reference: Any) -> Any | None:
-    module = _bindings()
-    if module is None:
+def _checked(encoding: str) -> Any | None:
+    expected = PROBE_COUNTS.get(encoding)
+    module = _bindings() if expected is not None else None
+    if module is None or expected is None:
         return None
     try:
         if encoding not in module.supported_encodings():
             return None
         tokenizer = module.tokenizer_for_encoding(encoding)
-        differs = [p for p in PROBES if tokenizer.count(p) != len(reference.encode_ordinary(p))]
+        differs = [p for p, n in zip(PROBES, expected, strict=True) if tokenizer.count(p) != n]
     except Exception as exc:  # a foreign extension: any failure means "use tiktoken"
         logger.info("counting %s with tiktoken: bpe-openai's tokenizer failed: %r", encoding, exc)
         return None

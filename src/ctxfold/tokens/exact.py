@@ -146,18 +146,24 @@ def _read_ranks(encoding: str, spec: _Spec, data_dir: Path) -> dict[bytes, int]:
     return ranks
 
 
-def load_encoding(encoding: str) -> Any:
-    """The `tiktoken.Encoding` for ``"o200k_base"`` or ``"cl100k_base"``, built offline once.
-
-    Raises `MissingDependencyError` without tiktoken or bpe-openai, and `InvalidInputError` for
-    any other encoding name.
-    """
+def _available(encoding: str) -> tuple[Path, _Spec]:
+    """Where the rank files are and the facts of `encoding`; raises as `load_encoding` does."""
     data_dir = _bpe_data_dir()
     spec = _SPECS.get(encoding)
     if spec is None:
         raise InvalidInputError(
             f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}"
         )
+    return data_dir, spec
+
+
+def load_encoding(encoding: str) -> Any:
+    """The `tiktoken.Encoding` for ``"o200k_base"`` or ``"cl100k_base"``, built offline once.
+
+    Raises `MissingDependencyError` without tiktoken or bpe-openai, and `InvalidInputError` for
+    any other encoding name.
+    """
+    data_dir, spec = _available(encoding)
     with _load_lock:
         if encoding not in _loaded:
             import tiktoken
@@ -193,13 +199,17 @@ class TiktokenCounter:
         engine: Literal["auto", "tiktoken"] = "auto",
     ):
         self.encoding_name = encoding
-        self.encoding = load_encoding(encoding)
-        """The underlying `tiktoken.Encoding`."""
-        rust = rust_tokenizer(encoding, self.encoding) if engine == "auto" else None
+        _available(encoding)  # the errors `load_encoding` raises, without building anything
+        rust = rust_tokenizer(encoding) if engine == "auto" else None
+        # With the Rust tokenizer counting, the tiktoken encoding (the larger part of a cold
+        # start) is built only when something asks for it: `encoding`, or a string the Rust
+        # tokenizer cannot take.
+        self._encoding: Any = None if rust is not None else load_encoding(encoding)
         self.engine = "bpe-openai" if rust is not None else "tiktoken"
-        """What counts: ``"bpe-openai"`` (its Rust tokenizer, checked against tiktoken when it
-        loaded) or ``"tiktoken"`` (``engine="tiktoken"``, or bpe-openai's tokenizer could not be
-        loaded or disagreed). The counts are the same either way; only the speed differs."""
+        """What counts: ``"bpe-openai"`` (its Rust tokenizer, which counted a set of probes as
+        tiktoken does when it loaded) or ``"tiktoken"`` (``engine="tiktoken"``, or bpe-openai's
+        tokenizer could not be loaded or disagreed). The counts are the same either way; only
+        the speed differs."""
         self._fast: Callable[[str], int] = rust.count if rust is not None else self._encode_count
         self.line_additive = True
         """Counts add up over the pieces `split_lines` cuts a text into (`TextCounts.lines`)."""
@@ -212,6 +222,13 @@ class TiktokenCounter:
         # Every message encodes its role, one of a handful of short strings: their counts are
         # kept rather than encoded again (a quarter of the tokenizer calls of a replay).
         self._roles: dict[str, int] = {}
+
+    @property
+    def encoding(self) -> Any:
+        """The underlying `tiktoken.Encoding` (built on first use when bpe-openai counts)."""
+        if self._encoding is None:
+            self._encoding = load_encoding(self.encoding_name)
+        return self._encoding
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string."""
