@@ -141,6 +141,17 @@ def test_copying_the_input_is_an_echo() -> None:
     assert is_echo(copied, req)
 
 
+@pytest.mark.guarantee("echo-rejected")
+def test_copying_half_the_stretch_is_an_echo_and_less_is_not() -> None:
+    """The line is exact: a summary that copies runs covering half the stretch's words is an
+    echo, however long the rest of the stretch; one word fewer is not."""
+    words = [f"{a}{b}" for a in ("red", "blue", "green", "gold") for b in "klmnpqrstv"]
+    stretch = build_request([Message("user", " ".join(words))])
+    half = len(words) // 2
+    assert is_echo(" ".join(words[:half]), stretch)
+    assert not is_echo(" ".join(words[: half - 1]), stretch)
+
+
 def test_a_summary_quoting_identifiers_and_errors_is_not_an_echo() -> None:
     """Quoting paths, commands and error lines verbatim is what summaries should do."""
     req = request()

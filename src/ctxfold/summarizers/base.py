@@ -144,10 +144,17 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
             return True
     # Identifiers are taken out of both sides: a summary must copy them, so they prove nothing.
     identifiers = sorted(request.identifiers, key=len, reverse=True)
-    record = _words(_without(request.record or render_record(request.messages), identifiers))
-    content = _words(_without(_content(request), identifiers)) if request.messages else record
-    size = min(len(record), len(content))
     own = _words(_without(text, identifiers))
+    record_text = _without(request.record or render_record(request.messages), identifiers)
+    content_text = _without(_content(request), identifiers) if request.messages else record_text
+    # Most summaries have far fewer words than their stretch, which settles it (below) once the
+    # stretch's words are seen to pass twice the summary's: count them only that far.
+    enough = max(len(own) * 2, SHINGLE - 1) + 1
+    if _at_least(record_text, enough) and _at_least(content_text, enough):
+        return False
+    record = _words(record_text)
+    content = _words(content_text) if request.messages else record
+    size = min(len(record), len(content))
     if size < SHINGLE:
         return size > 0 and own == content
     if len(own) * 2 < size:
@@ -168,6 +175,18 @@ def _without(text: str, identifiers: list[str]) -> str:
     for identifier in identifiers:
         text = text.replace(identifier, " ")
     return text
+
+
+def _at_least(text: str, n: int) -> bool:
+    """Whether `text` has `n` words or more (as many as `_words` finds), read only about that
+    far: a prefix never has more words than the whole (a word it cuts is one word in both)."""
+    end = 8 * n
+    while True:
+        if len(_WORD.findall(text, 0, end)) >= n:
+            return True
+        if end >= len(text):
+            return False
+        end *= 4
 
 
 def _words(text: str) -> list[str]:

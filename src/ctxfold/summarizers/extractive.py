@@ -369,12 +369,15 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> tuple[str, 
     # The last text counted, and its tokens: a step with nothing to give up leaves the text as
     # it was, and the next step starts from it without counting it again.
     weighed: tuple[str, int] | None = None
+    # Each draft is the last one less a few lines: a counter that can count it from its lines'
+    # remembered counts (`TextCounts.lines`, exact) counts only what changed.
+    count_draft: Callable[[str], int] = getattr(count, "lines", count)
     for step in steps:
         exhausted = False
         while not exhausted:
             text = render_sections(draft.sections())
             if weighed is None or weighed[0] != text:
-                weighed = (text, count(text))
+                weighed = (text, count_draft(text))
             excess = weighed[1] - budget
             if excess <= 0:
                 return weighed
@@ -390,7 +393,7 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> tuple[str, 
     if draft.hidden_work:
         draft.hidden_work = 0  # even the "… N calls not listed" line is too much
     text = render_sections(draft.sections())
-    tokens = weighed[1] if weighed is not None and weighed[0] == text else count(text)
+    tokens = weighed[1] if weighed is not None and weighed[0] == text else count_draft(text)
     return (text, tokens) if tokens <= budget else None
 
 

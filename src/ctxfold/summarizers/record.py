@@ -8,6 +8,7 @@ a new request. Both are deterministic (no clock, no randomness) so that prompts 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -63,6 +64,23 @@ def read_outcome(output: str) -> Outcome:
     An explicit exit status of 0 wins over error-looking lines, which are then output that the
     command printed on purpose (a grep for "Error", a test that expects an exception).
     """
+    # Every record, ledger and clearing of a stretch judges the same outputs again, compaction
+    # after compaction: the verdicts on the last outputs of up to `_REMEMBERED_CHARS` are kept
+    # (at most 20 MB of text held), a longer output is judged afresh.
+    if len(output) > _REMEMBERED_CHARS:
+        return _read_outcome(output)
+    return _remembered_outcome(output)
+
+
+_REMEMBERED_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=1_024)
+def _remembered_outcome(output: str) -> Outcome:
+    return _read_outcome(output)
+
+
+def _read_outcome(output: str) -> Outcome:
     match = _EXIT_CODE.search(output)
     exit_code = int(match.group(1) or match.group(2)) if match else None
     lines = sum(1 for line in output.splitlines() if line.strip())
