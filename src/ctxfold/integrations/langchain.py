@@ -24,8 +24,10 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ctxfold.errors import MissingDependencyError
+from ctxfold.errors import InvalidInputError, MissingDependencyError
+from ctxfold.events import NewEvent, Retraction
 from ctxfold.integrations._common import (
+    KEY,
     PerConversation,
     Segments,
     SourceIndex,
@@ -41,7 +43,7 @@ from ctxfold.overflow import is_context_overflow
 
 try:
     from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import AnyMessage
+    from langchain_core.messages import AIMessage, AnyMessage
 
     from ctxfold.integrations import _langchain_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -109,19 +111,22 @@ class CtxfoldMiddleware(AgentMiddleware):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> Any:
         """Log what is new, compact if due, and call the model with the projection; after a
-        context overflow, recover and retry once."""
+        context overflow, recover and retry once. A final answer is logged as soon as the model
+        returns it."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message)
+        thread.record(request.messages, request.system_message, _state(request))
         if needs_compaction(self.compactor, thread.session):
             assert self.compactor is not None
             self.compactor.maybe_compact(thread.session)
         try:
-            return handler(request.override(messages=thread.projection(request.messages)))
+            response = handler(request.override(messages=thread.projection(request.messages)))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
             self.compactor.recover_from_overflow(thread.session)
-        return handler(request.override(messages=thread.projection(request.messages)))
+            response = handler(request.override(messages=thread.projection(request.messages)))
+        thread.record_answer(response, len(request.messages))
+        return response
 
     async def awrap_model_call(
         self,
@@ -137,25 +142,16 @@ class CtxfoldMiddleware(AgentMiddleware):
         try:
             if messages is None:
                 messages = await asyncio.to_thread(thread.projection, request.messages)
-            return await handler(request.override(messages=messages))
+            response = await handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
             await self.compactor.arecover_from_overflow(thread.session)
-        messages = await asyncio.to_thread(thread.projection, request.messages)
-        return await handler(request.override(messages=messages))
-
-    def after_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Log the run's last messages (the final answer no model call has seen yet), so the
-        log holds the whole thread when the run ends."""
-        self._thread(runtime).record(state["messages"], None)
-        return None
-
-    async def aafter_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """`after_agent` for async agents."""
-        thread = await asyncio.to_thread(self._thread, runtime)
-        await asyncio.to_thread(thread.record, state["messages"], None)
-        return None
+            messages = await asyncio.to_thread(thread.projection, request.messages)
+            response = await handler(request.override(messages=messages))
+        if _answer(response) is not None:
+            await asyncio.to_thread(thread.record_answer, response, len(request.messages))
+        return response
 
     def session(self, thread_id: str) -> Session:
         """The ctxfold session that logs a thread."""
@@ -165,7 +161,7 @@ class CtxfoldMiddleware(AgentMiddleware):
     def _prepare(self, request: ModelRequest[Any]) -> tuple[_Thread, list[AnyMessage] | None]:
         """Log what is new; then the projection, or None when the compactor must look first."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message)
+        thread.record(request.messages, request.system_message, _state(request))
         if needs_compaction(self.compactor, thread.session):
             return thread, None
         return thread, thread.projection(request.messages)
@@ -215,16 +211,20 @@ class _Thread:
         """The source key of the last of those, to tell that the state still starts with them."""
         self._lock = threading.Lock()
 
-    def record(self, messages: Sequence[Any], system: Any) -> None:
+    def record(
+        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None = None
+    ) -> None:
         """Append the messages the log does not hold yet, in one atomic append (the system
-        message first when the session is new).
+        message first when the session is new). `state` is the graph state's messages when
+        `messages` (the request's) may be fewer; it tells whether an answer `record_answer`
+        logged reached the state.
 
         The graph state only grows between model calls, so the messages up to the newest one
         this thread logged or found logged are not looked at again while that message is still
         where it was: a call costs O(new messages)."""
         with self._lock:
             self.index.refresh(self.session)
-            new: list[Message] = []
+            new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
             start = self._logged
@@ -238,10 +238,57 @@ class _Thread:
                 self._where[hashable(source)] = position
                 if source not in self.index:
                     new.append(with_source(conv.to_message(message, index=position), source))
+            lost = self._lost_answer(messages if state is None else state)
+            if lost is not None:
+                new.insert(0, NewEvent.of(Retraction(lost)))
             if new:
                 self.index.fold(self.session.append(new))
             if messages:
                 self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
+
+    def record_answer(self, response: Any, position: int) -> None:
+        """Log the model's answer in `response` (see `_answer`) now, rather than at the next
+        model call: a run that ends with it leaves the whole thread in the log without a graph
+        step of its own after the model's. `position` is where the answer will stand in the
+        graph state (named in an error).
+
+        The answer is marked as logged from the response: should the graph state never get it
+        (the process stopped before LangGraph saved the model's step, or a middleware outside
+        this one dropped the response), the next `record` takes it back out of the projection
+        (`_lost_answer`). An answer that cannot be stored is left to the next model call, which
+        refuses it with the error naming it, as it would any state message."""
+        answer = _answer(response)
+        if answer is None:
+            return
+        with self._lock:
+            if answer.id in self.index:
+                return
+            try:
+                message = conv.to_message(answer, index=position)
+            except InvalidInputError:
+                return
+            marked = message.replace(
+                extra={**message.extra, KEY: {"source": answer.id, ANSWER: True}}
+            )
+            self.index.fold(self.session.append([marked]))
+
+    def _lost_answer(self, state: Sequence[Any]) -> int | None:
+        """The item id of an answer `record_answer` logged that the graph state (`state`, its
+        messages) does not hold, while that answer is still the newest item of the projection;
+        else None."""
+        newest = self.index.newest
+        if newest is None:
+            return None
+        kept = newest.extra.get(KEY)
+        if not isinstance(kept, dict) or not kept.get(ANSWER):
+            return None
+        # From the end: an answer the state holds stands a few messages from it.
+        answer_id = kept.get("source")
+        if any(getattr(m, "id", None) == answer_id for m in reversed(state)):
+            return None
+        seq = self.index.seq_of.get(hashable(answer_id))
+        items = self.session.items()
+        return seq if items and items[-1].id == seq else None
 
     def projection(self, messages: Sequence[Any]) -> list[AnyMessage]:
         """The projection as LangChain messages, the logged system prompt left out; converted
@@ -282,6 +329,38 @@ class _Thread:
                 segments.add(cast("AnyMessage", cached[1]))
             segments.done(items)
             return segments.render(messages)
+
+
+ANSWER = "answer"
+"""Marks, under ``extra["ctxfold"]``, an answer logged from the model's response before the graph
+state held it (`_Thread.record_answer`)."""
+
+
+def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:
+    """The graph state's messages, which a middleware ahead of this one may have left out of
+    the request's."""
+    state = getattr(request, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    return messages if isinstance(messages, list) else None
+
+
+def _answer(response: Any) -> AIMessage | None:
+    """The model's answer in a `wrap_model_call` result when it completes a step on its own: a
+    single `AIMessage` that calls no tool, with an id (LangChain's chat models give each one
+    theirs, and the graph state keeps it). None for anything else: a response with tool calls
+    is logged at the next model call together with the tool results that answer it, so the log
+    never holds a call a restarted process could not answer; a message without an id would be
+    given one only by the graph state."""
+    response = getattr(response, "model_response", response)
+    result = [response] if isinstance(response, AIMessage) else getattr(response, "result", None)
+    if not isinstance(result, list) or len(result) != 1:
+        return None
+    message = result[0]
+    if not isinstance(message, AIMessage) or message.tool_calls or not message.id:
+        return None
+    if message.invalid_tool_calls:
+        return None
+    return message
 
 
 _SKIP = object()
