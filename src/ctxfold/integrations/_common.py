@@ -75,6 +75,11 @@ class PerConversation(Generic[T]):
         self._made: dict[str, T] = {}
         self._lock = threading.Lock()
 
+    def known(self, conversation_id: object) -> T | None:
+        """The object already made for `conversation_id`, or None; opens nothing."""
+        with self._lock:
+            return self._made.get(conversation_id) if isinstance(conversation_id, str) else None
+
     def __getitem__(self, conversation_id: object) -> T:
         with self._lock:
             found = self._made.get(conversation_id) if isinstance(conversation_id, str) else None
@@ -231,6 +236,18 @@ def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
     return compactor.background is not None or compactor.should_compact(session)
 
 
+def fits_ahead(compactor: Compactor | None, session: Session, adding: Sequence[Message]) -> bool:
+    """Whether a model call may go ahead without the compactor's check with `adding` not yet
+    appended, judged from what `session` holds without a look at the store: no compactor, or one
+    with neither background compaction nor an application trigger (which may look at the store)
+    whose budget is not reached with `adding` counted in."""
+    if compactor is None:
+        return True
+    if compactor.background is not None or compactor.app_trigger is not None:
+        return False
+    return not compactor.should_compact(session, adding=adding, fresh=False)
+
+
 def hashable(source: Any) -> Any:
     """A framework key in a form a dict can hold (keys read back from JSON come as lists)."""
     # Keys read back from JSON come as lists where the integration wrote tuples.
@@ -290,6 +307,7 @@ __all__ = [
     "appended_since",
     "check_recall",
     "default_store",
+    "fits_ahead",
     "hashable",
     "make_compactor",
     "needs_compaction",
