@@ -138,6 +138,19 @@ class SourceIndex:
         if session.last_seq > self.last_seq:
             self.fold(session.events(after=self.last_seq))
 
+    def look(self, session: Session, *, always: bool = False) -> int | None:
+        """Bring the index up to date before deciding what to append; returns the seq that
+        append is to expect, or None.
+
+        When the index has folded every event the session holds (and so has looked before), the
+        look at the store is skipped: the append expects the log to end where the index saw it,
+        so another writer's append in between makes it fail with `ConflictError` instead of
+        going unseen; the caller then looks again (``always=True``) and decides afresh."""
+        if not always and 0 < self.last_seq == session.last_seq:
+            return self.last_seq
+        self.refresh(session)
+        return None
+
     def fold(self, events: Iterable[Event]) -> None:
         for event in events:
             self.last_seq = event.seq
@@ -228,12 +241,13 @@ class Segments(Generic[M]):
         return out
 
 
-def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
+def needs_compaction(compactor: Compactor | None, session: Session, *, fresh: bool = True) -> bool:
     """Whether a model call must go through the compactor's check first: always with background
-    compaction (it starts runs below the trigger), else when the budget says so."""
+    compaction (it starts runs below the trigger), else when the budget says so (`fresh=False`:
+    judged without a look at the store, right after an append or a look)."""
     if compactor is None:
         return False
-    return compactor.background is not None or compactor.should_compact(session)
+    return compactor.background is not None or compactor.should_compact(session, fresh=fresh)
 
 
 def fits_ahead(compactor: Compactor | None, session: Session, adding: Sequence[Message]) -> bool:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ctxfold.errors import InvalidInputError, MissingDependencyError
+from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
 from ctxfold.events import NewEvent, Retraction
 from ctxfold.integrations._common import (
     KEY,
@@ -115,16 +115,18 @@ class CtxfoldMiddleware(AgentMiddleware):
         returns it."""
         thread = self._thread(request.runtime)
         thread.record(request.messages, request.system_message, _state(request))
-        if needs_compaction(self.compactor, thread.session):
+        if needs_compaction(self.compactor, thread.session, fresh=False):
             assert self.compactor is not None
             self.compactor.maybe_compact(thread.session)
         try:
-            response = handler(request.override(messages=thread.projection(request.messages)))
+            messages = thread.projection(request.messages, fresh=False)
+            response = handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
             self.compactor.recover_from_overflow(thread.session)
-            response = handler(request.override(messages=thread.projection(request.messages)))
+            messages = thread.projection(request.messages, fresh=False)
+            response = handler(request.override(messages=messages))
         thread.record_answer(response, len(request.messages))
         return response
 
@@ -141,13 +143,13 @@ class CtxfoldMiddleware(AgentMiddleware):
             await self.compactor.amaybe_compact(thread.session)
         try:
             if messages is None:
-                messages = await asyncio.to_thread(thread.projection, request.messages)
+                messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
             response = await handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
             await self.compactor.arecover_from_overflow(thread.session)
-            messages = await asyncio.to_thread(thread.projection, request.messages)
+            messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
             response = await handler(request.override(messages=messages))
         if _answer(response) is not None:
             await asyncio.to_thread(thread.record_answer, response, len(request.messages))
@@ -162,9 +164,9 @@ class CtxfoldMiddleware(AgentMiddleware):
         """Log what is new; then the projection, or None when the compactor must look first."""
         thread = self._thread(request.runtime)
         thread.record(request.messages, request.system_message, _state(request))
-        if needs_compaction(self.compactor, thread.session):
+        if needs_compaction(self.compactor, thread.session, fresh=False):
             return thread, None
-        return thread, thread.projection(request.messages)
+        return thread, thread.projection(request.messages, fresh=False)
 
     def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
         info = getattr(runtime, "execution_info", None)
@@ -222,8 +224,17 @@ class _Thread:
         The graph state only grows between model calls, so the messages up to the newest one
         this thread logged or found logged are not looked at again while that message is still
         where it was: a call costs O(new messages)."""
+        try:
+            self._record(messages, system, state, look=False)
+        except ConflictError:
+            # Another writer appended since this thread last looked: look, and decide again.
+            self._record(messages, system, state, look=True)
+
+    def _record(
+        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None, *, look: bool
+    ) -> None:
         with self._lock:
-            self.index.refresh(self.session)
+            expected = self.index.look(self.session, always=look)
             new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
@@ -242,7 +253,7 @@ class _Thread:
             if lost is not None:
                 new.insert(0, NewEvent.of(Retraction(lost)))
             if new:
-                self.index.fold(self.session.append(new))
+                self.index.fold(self.session.append(new, expected_seq=expected))
             if messages:
                 self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
 
@@ -290,7 +301,7 @@ class _Thread:
         items = self.session.items()
         return seq if items and items[-1].id == seq else None
 
-    def projection(self, messages: Sequence[Any]) -> list[AnyMessage]:
+    def projection(self, messages: Sequence[Any], *, fresh: bool = True) -> list[AnyMessage]:
         """The projection as LangChain messages, the logged system prompt left out; converted
         only as far as it changed since the last call. `messages` is the graph state `record`
         was just given (positions are read from it).
@@ -303,7 +314,7 @@ class _Thread:
         call then sees exactly what the state holds, and LangChain compares nothing twice);
         summaries, notes and cleared results are converted."""
         with self._lock:
-            items = self.session.items()
+            items = self.session.items(fresh=fresh)
             segments = self._segments
             new, _ = segments.new_items(items, self._views)
             for item in new:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import InvalidInputError, MissingDependencyError
+from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
     PerConversation,
     Segments,
@@ -189,9 +189,9 @@ class CtxfoldCapability(AbstractCapability[Any]):
     ) -> tuple[_Conversation, list[ModelMessage] | None]:
         """Log what is new; then the projection, or None when the compactor must look first."""
         conversation = self._record(conversation_id, history)
-        if needs_compaction(self.compactor, conversation.session):
+        if needs_compaction(self.compactor, conversation.session, fresh=False):
             return conversation, None
-        return conversation, conversation.projection()
+        return conversation, conversation.projection(fresh=False)
 
     def _record(self, conversation_id: Any, history: Sequence[Any]) -> _Conversation:
         conversation = self._conversation(conversation_id)
@@ -279,8 +279,15 @@ class _Conversation:
         Positions are logged in order, so every position up to the newest logged one is in the
         log already (`_check_continues` has just made sure the history still holds it): only the
         positions after it are looked at."""
+        try:
+            self._record(history, look=False)
+        except ConflictError:
+            # Another writer appended since this conversation last looked: look, decide again.
+            self._record(history, look=True)
+
+    def _record(self, history: Sequence[Any], *, look: bool) -> None:
         with self._lock:
-            self.index.refresh(self.session)
+            expected = self.index.look(self.session, always=look)
             self._check_continues(history)
             self._history = list(history)
             newest = self.index.newest
@@ -301,7 +308,7 @@ class _Conversation:
                 for part, message in enumerate(converted):
                     new.append(with_source(message, ["m", position, part]))
             if new:
-                self.index.fold(self.session.append(new))
+                self.index.fold(self.session.append(new, expected_seq=expected))
                 newest = self.index.newest
                 if newest is not None:
                     # Just converted from this very object: the next call that passes it again
@@ -330,7 +337,7 @@ class _Conversation:
             "message_history, or start a new conversation_id"
         )
 
-    def projection(self) -> list[ModelMessage]:
+    def projection(self, *, fresh: bool = True) -> list[ModelMessage]:
         """The projection as pydantic-ai messages, split requests regrouped; worked out only as
         far as it changed since the last call.
 
@@ -338,7 +345,7 @@ class _Conversation:
         is handed back as the history's own object (pydantic-ai then sees exactly what it holds
         and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
-            return self._project(self.session.items())
+            return self._project(self.session.items(fresh=fresh))
 
     def _project(self, items: Sequence[Item]) -> list[ModelMessage]:
         """`projection` of `items`; the lock is held."""
