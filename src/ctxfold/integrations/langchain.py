@@ -12,7 +12,7 @@ Before every model call the middleware appends the thread's new messages to the 
 session (one session per thread id), compacts when the budget says so, and calls the model with
 the projection: ``handler(request.override(messages=<projection>))``. The graph state is never
 rewritten, so the checkpointer still holds every message, and a tool call is never separated
-from its result, whatever the window.
+from its result, whatever the window. A final answer is logged as the model returns it.
 
 Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'``.
 """
