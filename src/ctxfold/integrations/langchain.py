@@ -32,6 +32,7 @@ from ctxfold.integrations._common import (
     Segments,
     SourceIndex,
     check_recall,
+    fits_ahead,
     hashable,
     make_compactor,
     needs_compaction,
@@ -43,7 +44,7 @@ from ctxfold.overflow import is_context_overflow
 
 try:
     from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import AIMessage, AnyMessage
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
     from ctxfold.integrations import _langchain_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
     from ctxfold.session import Session
+    from ctxfold.session.projection import Item
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -114,16 +116,21 @@ class CtxfoldMiddleware(AgentMiddleware):
         context overflow, recover and retry once. A final answer is logged as soon as the model
         returns it."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message, _state(request))
-        if needs_compaction(self.compactor, thread.session, fresh=False):
-            assert self.compactor is not None
-            self.compactor.maybe_compact(thread.session)
+        state = _state(request)
+        messages = thread.ahead(request.messages, state, self.compactor)
+        if messages is None:
+            thread.record(request.messages, request.system_message, state)
+            if needs_compaction(self.compactor, thread.session, fresh=False):
+                assert self.compactor is not None
+                self.compactor.maybe_compact(thread.session)
         try:
-            messages = thread.projection(request.messages, fresh=False)
+            if messages is None:
+                messages = thread.projection(request.messages, fresh=False)
             response = handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
+            thread.record(request.messages, request.system_message, state)
             self.compactor.recover_from_overflow(thread.session)
             messages = thread.projection(request.messages, fresh=False)
             response = handler(request.override(messages=messages))
@@ -136,22 +143,30 @@ class CtxfoldMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> Any:
         """`wrap_model_call` for async agents; store I/O runs in worker threads."""
-        # One trip to a worker thread when no compaction is due, the usual case.
-        thread, messages = await asyncio.to_thread(self._prepare, request)
-        if messages is None:
-            assert self.compactor is not None
-            await self.compactor.amaybe_compact(thread.session)
+        known = self._threads.known(_thread_id(request.runtime))
+        ahead = None
+        if known is not None:
+            ahead = known.ahead(request.messages, _state(request), self.compactor)
+        if known is not None and ahead is not None:
+            thread, messages = known, ahead
+        else:
+            # One trip to a worker thread when no compaction is due, the usual case.
+            thread, prepared = await asyncio.to_thread(self._prepare, request)
+            if prepared is None:
+                assert self.compactor is not None
+                await self.compactor.amaybe_compact(thread.session)
+                prepared = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
+            messages = prepared
         try:
-            if messages is None:
-                messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
             response = await handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
+            await asyncio.to_thread(self._prepare, request)
             await self.compactor.arecover_from_overflow(thread.session)
             messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
             response = await handler(request.override(messages=messages))
-        if _answer(response) is not None:
+        if thread.pending or _answer(response) is not None:
             await asyncio.to_thread(thread.record_answer, response, len(request.messages))
         return response
 
@@ -169,8 +184,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         return thread, thread.projection(request.messages, fresh=False)
 
     def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
-        info = getattr(runtime, "execution_info", None)
-        return self._thread_for(getattr(info, "thread_id", None))
+        return self._thread_for(_thread_id(runtime))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
         return self._threads[thread_id]
@@ -211,7 +225,52 @@ class _Thread:
         """How many leading messages of the graph state are known to be in the log."""
         self._newest: Any = None
         """The source key of the last of those, to tell that the state still starts with them."""
+        self._pending: list[Message] = []
+        """What `ahead` left for `record_answer` to log with the model's answer."""
         self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> bool:
+        """Whether a call went ahead with new messages not logged yet."""
+        return bool(self._pending)
+
+    def ahead(
+        self, messages: Sequence[Any], state: Sequence[Any] | None, compactor: Compactor | None
+    ) -> list[AnyMessage] | None:
+        """The projection for a call whose new messages are all the user's (the first call of
+        a run), when the log holds everything before them and no compaction is due with them
+        counted in, worked out with no look at the store and nothing appended: they go in with
+        the model's answer, one append (`record_answer`). Else None, and the call goes through
+        `record` and `projection` as any other.
+
+        Should the process stop before the answer is logged, the log holds nothing of the call
+        and the next call logs those messages from the graph state, once; another writer's
+        events show from the next look at the store on."""
+        with self._lock:
+            self._pending = []
+            if not 0 < self.index.last_seq == self.session.last_seq:
+                return None
+            start = self._logged
+            if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
+                return None
+            if self._unconfirmed_answer(messages if state is None else state):
+                return None  # `record` takes it back first
+            new: list[Message] = []
+            for position in range(start, len(messages)):
+                message = messages[position]
+                source = _source(messages, position)
+                self._where[hashable(source)] = position
+                if source in self.index:
+                    continue
+                if not isinstance(message, HumanMessage):
+                    return None
+                new.append(with_source(conv.to_message(message, index=position), source))
+            if not new or not fits_ahead(compactor, self.session, new):
+                return None
+            self._pending = new
+            out = self._project(messages, self.session.items(fresh=False))
+            out.extend(messages[len(messages) - len(new) :])
+            return out
 
     def record(
         self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None = None
@@ -234,6 +293,7 @@ class _Thread:
         self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None, *, look: bool
     ) -> None:
         with self._lock:
+            self._pending = []
             expected = self.index.look(self.session, always=look)
             new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
@@ -269,35 +329,49 @@ class _Thread:
         (`_lost_answer`). An answer that cannot be stored is left to the next model call, which
         refuses it with the error naming it, as it would any state message."""
         answer = _answer(response)
-        if answer is None:
-            return
         with self._lock:
-            if answer.id in self.index:
-                return
-            try:
-                message = conv.to_message(answer, index=position)
-            except InvalidInputError:
-                return
-            marked = message.replace(
-                extra={**message.extra, KEY: {"source": answer.id, ANSWER: True}}
-            )
-            self.index.fold(self.session.append([marked]))
+            batch = list(self._pending)
+            if answer is not None and answer.id not in self.index:
+                try:
+                    message = conv.to_message(answer, index=position)
+                except InvalidInputError:
+                    message = None
+                if message is not None:
+                    kept = {"source": answer.id, ANSWER: True}
+                    batch.append(message.replace(extra={**message.extra, KEY: kept}))
+            for always in (False, True):
+                expected = self.index.look(self.session, always=always)
+                batch = [m for m in batch if source_of(m) not in self.index]
+                if not batch:
+                    break
+                try:
+                    self.index.fold(self.session.append(batch, expected_seq=expected))
+                    break
+                except ConflictError:
+                    if always:
+                        raise
+            self._pending = []
+
+    def _unconfirmed_answer(self, state: Sequence[Any]) -> bool:
+        """Whether the newest logged message is an answer `record_answer` logged that the graph
+        state does not hold (so `_lost_answer` may have to take it back)."""
+        newest = self.index.newest
+        kept = newest.extra.get(KEY) if newest is not None else None
+        if not isinstance(kept, dict) or not kept.get(ANSWER):
+            return False
+        answer_id = kept.get("source")
+        # From the end: an answer the state holds stands a few messages from it.
+        return not any(getattr(m, "id", None) == answer_id for m in reversed(state))
 
     def _lost_answer(self, state: Sequence[Any]) -> int | None:
         """The item id of an answer `record_answer` logged that the graph state (`state`, its
         messages) does not hold, while that answer is still the newest item of the projection;
         else None."""
+        if not self._unconfirmed_answer(state):
+            return None
         newest = self.index.newest
-        if newest is None:
-            return None
-        kept = newest.extra.get(KEY)
-        if not isinstance(kept, dict) or not kept.get(ANSWER):
-            return None
-        # From the end: an answer the state holds stands a few messages from it.
-        answer_id = kept.get("source")
-        if any(getattr(m, "id", None) == answer_id for m in reversed(state)):
-            return None
-        seq = self.index.seq_of.get(hashable(answer_id))
+        assert newest is not None
+        seq = self.index.seq_of.get(hashable(source_of(newest)))
         items = self.session.items()
         return seq if items and items[-1].id == seq else None
 
@@ -314,37 +388,45 @@ class _Thread:
         call then sees exactly what the state holds, and LangChain compares nothing twice);
         summaries, notes and cleared results are converted."""
         with self._lock:
-            items = self.session.items(fresh=fresh)
-            segments = self._segments
-            new, _ = segments.new_items(items, self._views)
-            for item in new:
-                cached = self._views.get(item.id)
-                if cached is None or cached[0] is not item.message:
-                    source = source_of(item.message)
-                    if source == SYSTEM:
-                        cached = (item.message, _SKIP, None)
-                    elif conv.unchanged(item.message):
-                        cached = (item.message, None, hashable(source))  # converted if needed
-                    else:
-                        cached = (item.message, conv.from_message(item.message), None)
-                    self._views[item.id] = cached
-                if cached[1] is _SKIP:
-                    continue
-                position = self._where.get(cached[2]) if cached[2] is not None else None
-                if position is not None:
-                    segments.add_position(position)
-                    continue
-                if cached[1] is None:
-                    converted = conv.from_message(item.message)
-                    cached = self._views[item.id] = (item.message, converted, cached[2])
-                segments.add(cast("AnyMessage", cached[1]))
-            segments.done(items)
-            return segments.render(messages)
+            return self._project(messages, self.session.items(fresh=fresh))
+
+    def _project(self, messages: Sequence[Any], items: Sequence[Item]) -> list[AnyMessage]:
+        """`projection` of `items`; the lock is held."""
+        segments = self._segments
+        new, _ = segments.new_items(items, self._views)
+        for item in new:
+            cached = self._views.get(item.id)
+            if cached is None or cached[0] is not item.message:
+                source = source_of(item.message)
+                if source == SYSTEM:
+                    cached = (item.message, _SKIP, None)
+                elif conv.unchanged(item.message):
+                    cached = (item.message, None, hashable(source))  # converted if needed
+                else:
+                    cached = (item.message, conv.from_message(item.message), None)
+                self._views[item.id] = cached
+            if cached[1] is _SKIP:
+                continue
+            position = self._where.get(cached[2]) if cached[2] is not None else None
+            if position is not None:
+                segments.add_position(position)
+                continue
+            if cached[1] is None:
+                converted = conv.from_message(item.message)
+                cached = self._views[item.id] = (item.message, converted, cached[2])
+            segments.add(cast("AnyMessage", cached[1]))
+        segments.done(items)
+        return segments.render(messages)
 
 
 ANSWER = "answer"
 """Marks, under ``extra["ctxfold"]``, an answer logged from the model's response before the graph
 state held it (`_Thread.record_answer`)."""
+
+
+def _thread_id(runtime: Runtime[Any] | None) -> Any:
+    info = getattr(runtime, "execution_info", None)
+    return getattr(info, "thread_id", None)
 
 
 def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:

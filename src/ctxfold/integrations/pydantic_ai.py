@@ -8,9 +8,10 @@ result = await agent.run("fix the failing test", conversation_id="chat-1")
 Before every model request the capability sets the request's messages to the projection of
 the ctxfold session named by ``ctx.conversation_id``, compacting first when the budget says so.
 New messages are logged before the model sees them, except a run's new prompt when nothing has to
-be compacted: that goes in with the run's last response when the run ends, one append a run. Only what this one request sends changes:
-`result.all_messages()` still returns every message, and a tool call is never separated from its
-return. After a context-overflow error it recovers and makes one more attempt.
+be compacted: that goes in with the run's last response when the run ends, one append a run.
+Only what this one request sends changes: `result.all_messages()` still returns every message,
+and a tool call is never separated from its return. After a context-overflow error it recovers
+and makes one more attempt.
 
 Needs the ``pydantic-ai`` extra: ``pip install 'ctxfold[pydantic-ai]'``.
 """
