@@ -8,11 +8,13 @@ agent = create_agent(
 agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "chat-1"}})
 ```
 
-Before every model call the middleware appends the thread's new messages to the thread's ctxfold
+At every model call the middleware logs the thread's new messages in the thread's ctxfold
 session (one session per thread id), compacts when the budget says so, and calls the model with
 the projection: ``handler(request.override(messages=<projection>))``. The graph state is never
 rewritten, so the checkpointer still holds every message, and a tool call is never separated
-from its result, whatever the window. A final answer is logged as the model returns it.
+from its result, whatever the window. New messages are logged before the model sees them, except
+a run's new user message when nothing has to be compacted: that goes in with the model's final
+answer, which is logged as the model returns it (one append a run, and no graph step of its own).
 
 Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'``.
 """
@@ -256,6 +258,7 @@ class _Thread:
             if self._unconfirmed_answer(messages if state is None else state):
                 return None  # `record` takes it back first
             new: list[Message] = []
+            given: list[AnyMessage] = []
             for position in range(start, len(messages)):
                 message = messages[position]
                 source = _source(messages, position)
@@ -265,12 +268,11 @@ class _Thread:
                 if not isinstance(message, HumanMessage):
                     return None
                 new.append(with_source(conv.to_message(message, index=position), source))
+                given.append(message)
             if not new or not fits_ahead(compactor, self.session, new):
                 return None
             self._pending = new
-            out = self._project(messages, self.session.items(fresh=False))
-            out.extend(messages[len(messages) - len(new) :])
-            return out
+            return self._project(messages, self.session.items(fresh=False)) + given
 
     def record(
         self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None = None
