@@ -315,3 +315,85 @@ def test_an_overflow_is_recovered_and_retried_once() -> None:
     model.overflows = 2
     with pytest.raises(Overflow):
         run_tasks(agent, 4, 1, thread="lc-overflow")
+
+
+class Stopped(Exception):
+    """Stands for a process that stops after the model answered, before LangGraph saved it."""
+
+
+class DropAnswerOnce(AgentMiddleware):
+    """A middleware outside ctxfold that lets the model answer, then fails the step, once: the
+    answer never reaches the graph state."""
+
+    armed = False
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        response = handler(request)
+        if self.armed:
+            self.armed = False
+            raise Stopped("the process stopped here")
+        return response
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+def test_an_answer_the_graph_state_never_got_is_taken_back_and_nothing_is_twice(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A final answer is logged as the model returns it; when the graph state never gets it,
+    the next call (here by a new process) takes it back out of the projection with a
+    retraction event, so the model is never shown an answer the thread does not hold, and the
+    log's projection is the thread's messages, each once."""
+    answers = iter([AIMessage(content=f"answer {n}") for n in range(5)])
+    model = ScriptedChat(messages=answers, requests=[])
+    checkpointer = InMemorySaver()
+    drop = DropAnswerOnce()
+    middleware = CtxfoldMiddleware(store=reopen(), compactor=compactor())
+    run_tasks(make_agent(model, checkpointer, [drop, middleware]), 0, 1, thread="lc-lost")
+    drop.armed = True
+    with pytest.raises(Stopped):
+        run_tasks(make_agent(model, checkpointer, [drop, middleware]), 1, 1, thread="lc-lost")
+    logged = logged_messages(middleware.session("lc-lost"))
+    assert logged[-1].content == "answer 1"  # logged, though the state never got it
+
+    restarted = CtxfoldMiddleware(store=reopen(), compactor=compactor())
+    agent = make_agent(model, checkpointer, [restarted])
+    run_tasks(agent, 2, 1, thread="lc-lost")
+    assert [m.content for m in model.requests[-1]] == [
+        "Fix the bug.", "task 0", "answer 0", "task 1", "task 2",
+    ]  # fmt: skip
+    session = restarted.session("lc-lost")
+    assert any(e.type == "retraction" for e in session.events())
+    state = agent.get_state({"configurable": {"thread_id": "lc-lost"}}).values["messages"]
+    projected = [conv.kept(m)["data"]["id"] for m in session.messages()[1:]]
+    assert projected == [m.id for m in state]
+    ids = [conv.kept(m)["data"]["id"] for m in logged_messages(session)[1:]]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+def test_a_call_that_fails_before_the_answer_leaves_nothing_and_its_message_is_logged_once(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A run's first call logs the user's message with the model's answer: when the model call
+    fails in between, the log holds nothing of that call, and the next call (here by a new
+    process) logs the message from the graph state once, in its place."""
+    answers = iter([AIMessage(content=f"answer {n}") for n in range(5)])
+    model = ScriptedChat(messages=answers, requests=[])
+    checkpointer = InMemorySaver()
+    middleware = CtxfoldMiddleware(store=reopen())
+    run_tasks(make_agent(model, checkpointer, [middleware]), 0, 1, thread="lc-failed")
+    before = len(middleware.session("lc-failed").events())
+    model.overflows = 1  # without a compactor, the error reaches the caller
+    with pytest.raises(Overflow):
+        run_tasks(make_agent(model, checkpointer, [middleware]), 1, 1, thread="lc-failed")
+    assert len(middleware.session("lc-failed").events()) == before
+
+    restarted = CtxfoldMiddleware(store=reopen())
+    agent = make_agent(model, checkpointer, [restarted])
+    run_tasks(agent, 2, 1, thread="lc-failed")
+    assert [m.content for m in model.requests[-1]] == [
+        "Fix the bug.", "task 0", "answer 0", "task 1", "task 2",
+    ]  # fmt: skip
+    state = agent.get_state({"configurable": {"thread_id": "lc-failed"}}).values["messages"]
+    logged = logged_messages(restarted.session("lc-failed"))
+    assert [conv.kept(m)["data"]["id"] for m in logged[1:]] == [m.id for m in state]

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     CapabilityLoadDeltaPart,
     CompactionPart,
@@ -323,3 +324,56 @@ async def test_a_history_that_does_not_continue_the_log_is_refused() -> None:
         await run_tasks(agent, 1, 1, [])
     assert len(capability.session("pa").events()) == before
     await run_tasks(agent, 1, 1, history)
+
+
+class Stopped(Exception):
+    """Stands for a process that stops between the model's answer and the end of the run."""
+
+
+class StopAfterAnswer(AbstractCapability[Any]):
+    """A capability that ends the run with an error right after the model answered, once."""
+
+    armed = False
+
+    async def after_model_request(
+        self, ctx: Any, *, request_context: Any, response: ModelResponse
+    ) -> ModelResponse:
+        if self.armed:
+            self.armed = False
+            raise Stopped("the process stopped here")
+        return response
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+async def test_a_run_stopped_after_the_model_answered_leaves_the_log_valid_and_nothing_twice(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """A run's first request goes ahead with its prompt logged only with the run's end: a run
+    that stops between the model's answer and its end leaves nothing of itself in the log, so
+    a new process given the history as the application kept it (without that run) continues
+    with nothing twice and every request valid."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+
+    stop = StopAfterAnswer()
+    capability = CtxfoldCapability(store=reopen(), compactor=compactor())
+    agent = Agent(FunctionModel(answer), capabilities=[capability, stop])
+    history: list[ModelMessage] = []
+    for prompt in ("one", "two"):
+        result = await agent.run(prompt, message_history=history, conversation_id="pa-stop")
+        history = result.all_messages()
+    logged = len(logged_messages(capability.session("pa-stop")))
+    assert logged == len(history) == 4
+    stop.armed = True
+    with pytest.raises(Stopped):
+        await agent.run("lost", message_history=history, conversation_id="pa-stop")
+    assert len(logged_messages(capability.session("pa-stop"))) == logged
+
+    restarted = CtxfoldCapability(store=reopen(), compactor=compactor())
+    agent = Agent(FunctionModel(answer), capabilities=[restarted])
+    for prompt in ("three", "four"):
+        result = await agent.run(prompt, message_history=history, conversation_id="pa-stop")
+        history = result.all_messages()
+    texts = [m.content for m in logged_messages(restarted.session("pa-stop"))]
+    assert texts == ["one", "answer 1", "two", "answer 3", "three", "answer 5", "four", "answer 7"]

@@ -19,6 +19,7 @@ from ctxfold.compactor.landing import compaction
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason, Trim
 from ctxfold.compactor.run import Callback, RunSettings
 from ctxfold.errors import BudgetError, ConfigurationError
+from ctxfold.messages import Message
 from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.pipeline import Pipeline
@@ -140,19 +141,26 @@ class Compactor:
     def _estimate(self, tally: Tally) -> int:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
-    def should_compact(self, session: Session) -> bool:
+    def should_compact(
+        self, session: Session, *, adding: Sequence[Message] = (), fresh: bool = True
+    ) -> bool:
         """True when the session has at least `min_messages` messages (`min-messages`) and the
         estimate has reached the budget's trigger, or the application's `should_compact`
         predicate says so (`app-trigger`). Always False without a budget
         (`budget-live-and-validated`). A predicate that raises is logged and the budget alone
-        decides."""
+        decides.
+
+        `adding`: messages about to be appended, judged as if they were (an integration that
+        appends a request's messages only with the model's response). `fresh=False` judges the
+        session as of its last look at the store (`Session.items`)."""
         budget = self.budget
         if budget is None:
             return False
-        tally = session.tally(self.counter)  # one look at the store: it counts every item
-        if len(tally) < budget.min_messages:
+        # One look at the store (unless fresh=False): the tally counts every item.
+        tally = session.tally(self.counter, fresh=fresh)
+        if len(tally) + len(adding) < budget.min_messages:
             return False
-        estimate = self._estimate(tally)
+        estimate = self._estimate(tally) + sum(self.counter.count_message(m) for m in adding)
         if budget.should_compact(estimate):
             return True
         predicate = self.app_trigger

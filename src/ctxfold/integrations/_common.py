@@ -75,6 +75,11 @@ class PerConversation(Generic[T]):
         self._made: dict[str, T] = {}
         self._lock = threading.Lock()
 
+    def known(self, conversation_id: object) -> T | None:
+        """The object already made for `conversation_id`, or None; opens nothing."""
+        with self._lock:
+            return self._made.get(conversation_id) if isinstance(conversation_id, str) else None
+
     def __getitem__(self, conversation_id: object) -> T:
         with self._lock:
             found = self._made.get(conversation_id) if isinstance(conversation_id, str) else None
@@ -132,6 +137,19 @@ class SourceIndex:
         session.refresh()
         if session.last_seq > self.last_seq:
             self.fold(session.events(after=self.last_seq))
+
+    def look(self, session: Session, *, always: bool = False) -> int | None:
+        """Bring the index up to date before deciding what to append; returns the seq that
+        append is to expect, or None.
+
+        When the index has folded every event the session holds (and so has looked before), the
+        look at the store is skipped: the append expects the log to end where the index saw it,
+        so another writer's append in between makes it fail with `ConflictError` instead of
+        going unseen; the caller then looks again (``always=True``) and decides afresh."""
+        if not always and 0 < self.last_seq == session.last_seq:
+            return self.last_seq
+        self.refresh(session)
+        return None
 
     def fold(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -223,12 +241,25 @@ class Segments(Generic[M]):
         return out
 
 
-def needs_compaction(compactor: Compactor | None, session: Session) -> bool:
+def needs_compaction(compactor: Compactor | None, session: Session, *, fresh: bool = True) -> bool:
     """Whether a model call must go through the compactor's check first: always with background
-    compaction (it starts runs below the trigger), else when the budget says so."""
+    compaction (it starts runs below the trigger), else when the budget says so (`fresh=False`:
+    judged without a look at the store, right after an append or a look)."""
     if compactor is None:
         return False
-    return compactor.background is not None or compactor.should_compact(session)
+    return compactor.background is not None or compactor.should_compact(session, fresh=fresh)
+
+
+def fits_ahead(compactor: Compactor | None, session: Session, adding: Sequence[Message]) -> bool:
+    """Whether a model call may go ahead without the compactor's check with `adding` not yet
+    appended, judged from what `session` holds without a look at the store: no compactor, or one
+    with neither background compaction nor an application trigger (which may look at the store)
+    whose budget is not reached with `adding` counted in."""
+    if compactor is None:
+        return True
+    if compactor.background is not None or compactor.app_trigger is not None:
+        return False
+    return not compactor.should_compact(session, adding=adding, fresh=False)
 
 
 def hashable(source: Any) -> Any:
@@ -290,6 +321,7 @@ __all__ = [
     "appended_since",
     "check_recall",
     "default_store",
+    "fits_ahead",
     "hashable",
     "make_compactor",
     "needs_compaction",

@@ -8,11 +8,13 @@ agent = create_agent(
 agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "chat-1"}})
 ```
 
-Before every model call the middleware appends the thread's new messages to the thread's ctxfold
+At every model call the middleware logs the thread's new messages in the thread's ctxfold
 session (one session per thread id), compacts when the budget says so, and calls the model with
 the projection: ``handler(request.override(messages=<projection>))``. The graph state is never
 rewritten, so the checkpointer still holds every message, and a tool call is never separated
-from its result, whatever the window.
+from its result, whatever the window. New messages are logged before the model sees them, except
+a run's new user message when nothing has to be compacted: that goes in with the model's final
+answer, which is logged as the model returns it (one append a run, and no graph step of its own).
 
 Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'``.
 """
@@ -24,12 +26,15 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ctxfold.errors import MissingDependencyError
+from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
+from ctxfold.events import NewEvent, Retraction
 from ctxfold.integrations._common import (
+    KEY,
     PerConversation,
     Segments,
     SourceIndex,
     check_recall,
+    fits_ahead,
     hashable,
     make_compactor,
     needs_compaction,
@@ -41,7 +46,7 @@ from ctxfold.overflow import is_context_overflow
 
 try:
     from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import AnyMessage
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
     from ctxfold.integrations import _langchain_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
     from ctxfold.session import Session
+    from ctxfold.session.projection import Item
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -109,19 +115,29 @@ class CtxfoldMiddleware(AgentMiddleware):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> Any:
         """Log what is new, compact if due, and call the model with the projection; after a
-        context overflow, recover and retry once."""
+        context overflow, recover and retry once. A final answer is logged as soon as the model
+        returns it."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message)
-        if needs_compaction(self.compactor, thread.session):
-            assert self.compactor is not None
-            self.compactor.maybe_compact(thread.session)
+        state = _state(request)
+        messages = thread.ahead(request.messages, state, self.compactor)
+        if messages is None:
+            thread.record(request.messages, request.system_message, state)
+            if needs_compaction(self.compactor, thread.session, fresh=False):
+                assert self.compactor is not None
+                self.compactor.maybe_compact(thread.session)
         try:
-            return handler(request.override(messages=thread.projection(request.messages)))
+            if messages is None:
+                messages = thread.projection(request.messages, fresh=False)
+            response = handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
+            thread.record(request.messages, request.system_message, state)
             self.compactor.recover_from_overflow(thread.session)
-        return handler(request.override(messages=thread.projection(request.messages)))
+            messages = thread.projection(request.messages, fresh=False)
+            response = handler(request.override(messages=messages))
+        thread.record_answer(response, len(request.messages))
+        return response
 
     async def awrap_model_call(
         self,
@@ -129,33 +145,32 @@ class CtxfoldMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
     ) -> Any:
         """`wrap_model_call` for async agents; store I/O runs in worker threads."""
-        # One trip to a worker thread when no compaction is due, the usual case.
-        thread, messages = await asyncio.to_thread(self._prepare, request)
-        if messages is None:
-            assert self.compactor is not None
-            await self.compactor.amaybe_compact(thread.session)
+        known = self._threads.known(_thread_id(request.runtime))
+        ahead = None
+        if known is not None:
+            ahead = known.ahead(request.messages, _state(request), self.compactor)
+        if known is not None and ahead is not None:
+            thread, messages = known, ahead
+        else:
+            # One trip to a worker thread when no compaction is due, the usual case.
+            thread, prepared = await asyncio.to_thread(self._prepare, request)
+            if prepared is None:
+                assert self.compactor is not None
+                await self.compactor.amaybe_compact(thread.session)
+                prepared = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
+            messages = prepared
         try:
-            if messages is None:
-                messages = await asyncio.to_thread(thread.projection, request.messages)
-            return await handler(request.override(messages=messages))
+            response = await handler(request.override(messages=messages))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
+            await asyncio.to_thread(self._prepare, request)
             await self.compactor.arecover_from_overflow(thread.session)
-        messages = await asyncio.to_thread(thread.projection, request.messages)
-        return await handler(request.override(messages=messages))
-
-    def after_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Log the run's last messages (the final answer no model call has seen yet), so the
-        log holds the whole thread when the run ends."""
-        self._thread(runtime).record(state["messages"], None)
-        return None
-
-    async def aafter_agent(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """`after_agent` for async agents."""
-        thread = await asyncio.to_thread(self._thread, runtime)
-        await asyncio.to_thread(thread.record, state["messages"], None)
-        return None
+            messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
+            response = await handler(request.override(messages=messages))
+        if thread.pending or _answer(response) is not None:
+            await asyncio.to_thread(thread.record_answer, response, len(request.messages))
+        return response
 
     def session(self, thread_id: str) -> Session:
         """The ctxfold session that logs a thread."""
@@ -165,14 +180,13 @@ class CtxfoldMiddleware(AgentMiddleware):
     def _prepare(self, request: ModelRequest[Any]) -> tuple[_Thread, list[AnyMessage] | None]:
         """Log what is new; then the projection, or None when the compactor must look first."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message)
-        if needs_compaction(self.compactor, thread.session):
+        thread.record(request.messages, request.system_message, _state(request))
+        if needs_compaction(self.compactor, thread.session, fresh=False):
             return thread, None
-        return thread, thread.projection(request.messages)
+        return thread, thread.projection(request.messages, fresh=False)
 
     def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
-        info = getattr(runtime, "execution_info", None)
-        return self._thread_for(getattr(info, "thread_id", None))
+        return self._thread_for(_thread_id(runtime))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
         return self._threads[thread_id]
@@ -213,18 +227,77 @@ class _Thread:
         """How many leading messages of the graph state are known to be in the log."""
         self._newest: Any = None
         """The source key of the last of those, to tell that the state still starts with them."""
+        self._pending: list[Message] = []
+        """What `ahead` left for `record_answer` to log with the model's answer."""
         self._lock = threading.Lock()
 
-    def record(self, messages: Sequence[Any], system: Any) -> None:
+    @property
+    def pending(self) -> bool:
+        """Whether a call went ahead with new messages not logged yet."""
+        return bool(self._pending)
+
+    def ahead(
+        self, messages: Sequence[Any], state: Sequence[Any] | None, compactor: Compactor | None
+    ) -> list[AnyMessage] | None:
+        """The projection for a call whose new messages are all the user's (the first call of
+        a run), when the log holds everything before them and no compaction is due with them
+        counted in, worked out with no look at the store and nothing appended: they go in with
+        the model's answer, one append (`record_answer`). Else None, and the call goes through
+        `record` and `projection` as any other.
+
+        Should the process stop before the answer is logged, the log holds nothing of the call
+        and the next call logs those messages from the graph state, once; another writer's
+        events show from the next look at the store on."""
+        with self._lock:
+            self._pending = []
+            if not 0 < self.index.last_seq == self.session.last_seq:
+                return None
+            start = self._logged
+            if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
+                return None
+            if self._unconfirmed_answer(messages if state is None else state):
+                return None  # `record` takes it back first
+            new: list[Message] = []
+            given: list[AnyMessage] = []
+            for position in range(start, len(messages)):
+                message = messages[position]
+                source = _source(messages, position)
+                self._where[hashable(source)] = position
+                if source in self.index:
+                    continue
+                if not isinstance(message, HumanMessage):
+                    return None
+                new.append(with_source(conv.to_message(message, index=position), source))
+                given.append(message)
+            if not new or not fits_ahead(compactor, self.session, new):
+                return None
+            self._pending = new
+            return self._project(messages, self.session.items(fresh=False)) + given
+
+    def record(
+        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None = None
+    ) -> None:
         """Append the messages the log does not hold yet, in one atomic append (the system
-        message first when the session is new).
+        message first when the session is new). `state` is the graph state's messages when
+        `messages` (the request's) may be fewer; it tells whether an answer `record_answer`
+        logged reached the state.
 
         The graph state only grows between model calls, so the messages up to the newest one
         this thread logged or found logged are not looked at again while that message is still
         where it was: a call costs O(new messages)."""
+        try:
+            self._record(messages, system, state, look=False)
+        except ConflictError:
+            # Another writer appended since this thread last looked: look, and decide again.
+            self._record(messages, system, state, look=True)
+
+    def _record(
+        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None, *, look: bool
+    ) -> None:
         with self._lock:
-            self.index.refresh(self.session)
-            new: list[Message] = []
+            self._pending = []
+            expected = self.index.look(self.session, always=look)
+            new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
             start = self._logged
@@ -238,12 +311,73 @@ class _Thread:
                 self._where[hashable(source)] = position
                 if source not in self.index:
                     new.append(with_source(conv.to_message(message, index=position), source))
+            lost = self._lost_answer(messages if state is None else state)
+            if lost is not None:
+                new.insert(0, NewEvent.of(Retraction(lost)))
             if new:
-                self.index.fold(self.session.append(new))
+                self.index.fold(self.session.append(new, expected_seq=expected))
             if messages:
                 self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
 
-    def projection(self, messages: Sequence[Any]) -> list[AnyMessage]:
+    def record_answer(self, response: Any, position: int) -> None:
+        """Log the model's answer in `response` (see `_answer`) now, rather than at the next
+        model call: a run that ends with it leaves the whole thread in the log without a graph
+        step of its own after the model's. `position` is where the answer will stand in the
+        graph state (named in an error).
+
+        The answer is marked as logged from the response: should the graph state never get it
+        (the process stopped before LangGraph saved the model's step, or a middleware outside
+        this one dropped the response), the next `record` takes it back out of the projection
+        (`_lost_answer`). An answer that cannot be stored is left to the next model call, which
+        refuses it with the error naming it, as it would any state message."""
+        answer = _answer(response)
+        with self._lock:
+            batch = list(self._pending)
+            if answer is not None and answer.id not in self.index:
+                try:
+                    message = conv.to_message(answer, index=position)
+                except InvalidInputError:
+                    message = None
+                if message is not None:
+                    kept = {"source": answer.id, ANSWER: True}
+                    batch.append(message.replace(extra={**message.extra, KEY: kept}))
+            for always in (False, True):
+                expected = self.index.look(self.session, always=always)
+                batch = [m for m in batch if source_of(m) not in self.index]
+                if not batch:
+                    break
+                try:
+                    self.index.fold(self.session.append(batch, expected_seq=expected))
+                    break
+                except ConflictError:
+                    if always:
+                        raise
+            self._pending = []
+
+    def _unconfirmed_answer(self, state: Sequence[Any]) -> bool:
+        """Whether the newest logged message is an answer `record_answer` logged that the graph
+        state does not hold (so `_lost_answer` may have to take it back)."""
+        newest = self.index.newest
+        kept = newest.extra.get(KEY) if newest is not None else None
+        if not isinstance(kept, dict) or not kept.get(ANSWER):
+            return False
+        answer_id = kept.get("source")
+        # From the end: an answer the state holds stands a few messages from it.
+        return not any(getattr(m, "id", None) == answer_id for m in reversed(state))
+
+    def _lost_answer(self, state: Sequence[Any]) -> int | None:
+        """The item id of an answer `record_answer` logged that the graph state (`state`, its
+        messages) does not hold, while that answer is still the newest item of the projection;
+        else None."""
+        if not self._unconfirmed_answer(state):
+            return None
+        newest = self.index.newest
+        assert newest is not None
+        seq = self.index.seq_of.get(hashable(source_of(newest)))
+        items = self.session.items()
+        return seq if items and items[-1].id == seq else None
+
+    def projection(self, messages: Sequence[Any], *, fresh: bool = True) -> list[AnyMessage]:
         """The projection as LangChain messages, the logged system prompt left out; converted
         only as far as it changed since the last call. `messages` is the graph state `record`
         was just given (positions are read from it).
@@ -256,32 +390,72 @@ class _Thread:
         call then sees exactly what the state holds, and LangChain compares nothing twice);
         summaries, notes and cleared results are converted."""
         with self._lock:
-            items = self.session.items()
-            segments = self._segments
-            new, _ = segments.new_items(items, self._views)
-            for item in new:
-                cached = self._views.get(item.id)
-                if cached is None or cached[0] is not item.message:
-                    source = source_of(item.message)
-                    if source == SYSTEM:
-                        cached = (item.message, _SKIP, None)
-                    elif conv.unchanged(item.message):
-                        cached = (item.message, None, hashable(source))  # converted if needed
-                    else:
-                        cached = (item.message, conv.from_message(item.message), None)
-                    self._views[item.id] = cached
-                if cached[1] is _SKIP:
-                    continue
-                position = self._where.get(cached[2]) if cached[2] is not None else None
-                if position is not None:
-                    segments.add_position(position)
-                    continue
-                if cached[1] is None:
-                    converted = conv.from_message(item.message)
-                    cached = self._views[item.id] = (item.message, converted, cached[2])
-                segments.add(cast("AnyMessage", cached[1]))
-            segments.done(items)
-            return segments.render(messages)
+            return self._project(messages, self.session.items(fresh=fresh))
+
+    def _project(self, messages: Sequence[Any], items: Sequence[Item]) -> list[AnyMessage]:
+        """`projection` of `items`; the lock is held."""
+        segments = self._segments
+        new, _ = segments.new_items(items, self._views)
+        for item in new:
+            cached = self._views.get(item.id)
+            if cached is None or cached[0] is not item.message:
+                source = source_of(item.message)
+                if source == SYSTEM:
+                    cached = (item.message, _SKIP, None)
+                elif conv.unchanged(item.message):
+                    cached = (item.message, None, hashable(source))  # converted if needed
+                else:
+                    cached = (item.message, conv.from_message(item.message), None)
+                self._views[item.id] = cached
+            if cached[1] is _SKIP:
+                continue
+            position = self._where.get(cached[2]) if cached[2] is not None else None
+            if position is not None:
+                segments.add_position(position)
+                continue
+            if cached[1] is None:
+                converted = conv.from_message(item.message)
+                cached = self._views[item.id] = (item.message, converted, cached[2])
+            segments.add(cast("AnyMessage", cached[1]))
+        segments.done(items)
+        return segments.render(messages)
+
+
+ANSWER = "answer"
+"""Marks, under ``extra["ctxfold"]``, an answer logged from the model's response before the graph
+state held it (`_Thread.record_answer`)."""
+
+
+def _thread_id(runtime: Runtime[Any] | None) -> Any:
+    info = getattr(runtime, "execution_info", None)
+    return getattr(info, "thread_id", None)
+
+
+def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:
+    """The graph state's messages, which a middleware ahead of this one may have left out of
+    the request's."""
+    state = getattr(request, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    return messages if isinstance(messages, list) else None
+
+
+def _answer(response: Any) -> AIMessage | None:
+    """The model's answer in a `wrap_model_call` result when it completes a step on its own: a
+    single `AIMessage` that calls no tool, with an id (LangChain's chat models give each one
+    theirs, and the graph state keeps it). None for anything else: a response with tool calls
+    is logged at the next model call together with the tool results that answer it, so the log
+    never holds a call a restarted process could not answer; a message without an id would be
+    given one only by the graph state."""
+    response = getattr(response, "model_response", response)
+    result = [response] if isinstance(response, AIMessage) else getattr(response, "result", None)
+    if not isinstance(result, list) or len(result) != 1:
+        return None
+    message = result[0]
+    if not isinstance(message, AIMessage) or message.tool_calls or not message.id:
+        return None
+    if message.invalid_tool_calls:
+        return None
+    return message
 
 
 _SKIP = object()

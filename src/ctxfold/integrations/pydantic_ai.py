@@ -5,11 +5,13 @@ agent = Agent(model, capabilities=[CtxfoldCapability(budget=Budget.for_model("gp
 result = await agent.run("fix the failing test", conversation_id="chat-1")
 ```
 
-Before every model request the capability appends the conversation's new messages to the
-ctxfold session named by ``ctx.conversation_id``, compacts when the budget says so, and sets the
-request's messages to the projection. Only what this one request sends changes:
-`result.all_messages()` still returns every message, and a tool call is never separated from its
-return. After a context-overflow error it recovers and makes one more attempt.
+Before every model request the capability sets the request's messages to the projection of
+the ctxfold session named by ``ctx.conversation_id``, compacting first when the budget says so.
+New messages are logged before the model sees them, except a run's new prompt when nothing has to
+be compacted: that goes in with the run's last response when the run ends, one append a run.
+Only what this one request sends changes: `result.all_messages()` still returns every message,
+and a tool call is never separated from its return. After a context-overflow error it recovers
+and makes one more attempt.
 
 Needs the ``pydantic-ai`` extra: ``pip install 'ctxfold[pydantic-ai]'``.
 """
@@ -22,12 +24,13 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import InvalidInputError, MissingDependencyError
+from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
 from ctxfold.integrations._common import (
     PerConversation,
     Segments,
     SourceIndex,
     check_recall,
+    fits_ahead,
     make_compactor,
     needs_compaction,
     plain_extra,
@@ -40,7 +43,7 @@ from ctxfold.overflow import is_context_overflow
 try:
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.exceptions import RetryModelRequest
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.messages import ModelMessage, ModelRequest
 
     from ctxfold.integrations import _pydantic_ai_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
     from ctxfold.session import Session
+    from ctxfold.session.projection import Item
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -100,7 +104,18 @@ class CtxfoldCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """Log the conversation's new messages, compact if due, send the projection."""
+        """Send the projection, with the conversation's new messages; log them and compact
+        first when due.
+
+        The first request of a run that continues the log, when no compaction is due, goes
+        ahead from what the session holds, with no look at the store: the new prompt is logged
+        together with the response when the run ends (`after_run`), one trip to a worker thread
+        and one append for the run (see `_Conversation.ahead`)."""
+        known = self._conversations.known(ctx.conversation_id)
+        if known is not None:
+            ahead = known.ahead(request_context.messages, self.compactor)
+            if ahead is not None:
+                return dataclasses.replace(request_context, messages=ahead)
         # One trip to a worker thread when no compaction is due, the usual case.
         conversation, messages = await asyncio.to_thread(
             self._prepare, ctx.conversation_id, request_context.messages
@@ -114,8 +129,9 @@ class CtxfoldCapability(AbstractCapability[Any]):
     async def after_run(
         self, ctx: RunContext[Any], *, result: AgentRunResult[Any]
     ) -> AgentRunResult[Any]:
-        """Log the run's last response (no model request has carried it yet), so the log
-        holds the whole conversation when the run ends."""
+        """Log what the run added that the log does not hold yet (at least its last response,
+        which no model request has carried), so the log holds the whole conversation when the
+        run ends."""
         await asyncio.to_thread(self._record, ctx.conversation_id, result.all_messages())
         return result
 
@@ -126,10 +142,11 @@ class CtxfoldCapability(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         error: Exception,
     ) -> ModelResponse:
-        """After the first context overflow of a request: recover and make one more attempt."""
+        """After the first context overflow of a request: log what the request carried, recover
+        and make one more attempt."""
         if self.compactor is None or request_context.attempt > 1 or not is_context_overflow(error):
             raise error
-        conversation = await asyncio.to_thread(self._conversation, ctx.conversation_id)
+        conversation = await asyncio.to_thread(self._caught_up, ctx.conversation_id)
         await self.compactor.arecover_from_overflow(conversation.session)
         raise RetryModelRequest()
 
@@ -174,13 +191,20 @@ class CtxfoldCapability(AbstractCapability[Any]):
     ) -> tuple[_Conversation, list[ModelMessage] | None]:
         """Log what is new; then the projection, or None when the compactor must look first."""
         conversation = self._record(conversation_id, history)
-        if needs_compaction(self.compactor, conversation.session):
+        if needs_compaction(self.compactor, conversation.session, fresh=False):
             return conversation, None
-        return conversation, conversation.projection()
+        return conversation, conversation.projection(fresh=False)
 
     def _record(self, conversation_id: Any, history: Sequence[Any]) -> _Conversation:
         conversation = self._conversation(conversation_id)
         conversation.record(history)
+        return conversation
+
+    def _caught_up(self, conversation_id: Any) -> _Conversation:
+        """The conversation, with what its last request carried logged (a request that went
+        ahead leaves its new messages to the end of the run)."""
+        conversation = self._conversation(conversation_id)
+        conversation.record(conversation.history)
         return conversation
 
     def _conversation(self, conversation_id: Any) -> _Conversation:
@@ -202,7 +226,54 @@ class _Conversation:
         self._group: list[_Piece] = []
         self._checked: tuple[Any, Message] | None = None
         """The history message last found to match the newest logged one, and that one."""
+        self._converted: dict[int, tuple[Any, list[Message]]] = {}
+        """What `ahead` converted and left to `record`, by position: the history's message
+        and its logged form."""
         self._lock = threading.Lock()
+
+    @property
+    def history(self) -> Sequence[Any]:
+        """The history the last request was made from."""
+        return self._history
+
+    def ahead(
+        self, history: Sequence[Any], compactor: Compactor | None
+    ) -> list[ModelMessage] | None:
+        """The projection for a request whose new messages are all requests (a run's first
+        request: the user's prompt) when no compaction is due with them counted in, worked out
+        from what the session holds, with no look at the store and nothing appended; else None,
+        and the request goes through `record` and `projection` as any other.
+
+        The new messages are logged with the rest of the run when it ends (`after_run`), in one
+        append. Should the process stop before then, the log holds nothing of the run, so a new
+        process given the history as the application kept it continues the log with no gap and
+        nothing twice; another writer's events show from the next look at the store on."""
+        with self._lock:
+            newest = self.index.newest
+            if newest is None:
+                return None  # not looked at in this process yet
+            start = source_of(newest)[1] + 1
+            tail = history[start:]
+            if not tail or not all(isinstance(m, ModelRequest) for m in tail):
+                return None
+            self._check_continues(history)
+            adding: list[Message] = []
+            converted: dict[int, tuple[Any, list[Message]]] = {}
+            for position in range(start, len(history)):
+                given = history[position]
+                messages = [
+                    with_source(m, ["m", position, part])
+                    for part, m in enumerate(conv.to_messages(given, index=position))
+                ]
+                converted[position] = (given, messages)
+                adding.extend(messages)
+            if not fits_ahead(compactor, self.session, adding):
+                return None
+            self._converted = converted
+            self._history = list(history)
+            out = self._project(self.session.items(fresh=False))
+            out.extend(tail)
+            return out
 
     def record(self, history: Sequence[Any]) -> None:
         """Append the messages of `history` the log does not hold yet, in one atomic append.
@@ -210,22 +281,36 @@ class _Conversation:
         Positions are logged in order, so every position up to the newest logged one is in the
         log already (`_check_continues` has just made sure the history still holds it): only the
         positions after it are looked at."""
+        try:
+            self._record(history, look=False)
+        except ConflictError:
+            # Another writer appended since this conversation last looked: look, decide again.
+            self._record(history, look=True)
+
+    def _record(self, history: Sequence[Any], *, look: bool) -> None:
         with self._lock:
-            self.index.refresh(self.session)
+            expected = self.index.look(self.session, always=look)
             self._check_continues(history)
             self._history = list(history)
             newest = self.index.newest
             start = source_of(newest)[1] + 1 if newest is not None else 0
             new: list[Message] = []
+            early, self._converted = self._converted, {}
             for position in range(start, len(history)):
                 if ["m", position, 0] in self.index:
                     continue
-                converted = conv.to_messages(history[position], index=position)
+                given = history[position]
+                kept = early.get(position)
+                if kept is not None and kept[0] is given:
+                    new.extend(kept[1])
+                    self._split[position] = len(kept[1])
+                    continue
+                converted = conv.to_messages(given, index=position)
                 self._split[position] = len(converted)
                 for part, message in enumerate(converted):
                     new.append(with_source(message, ["m", position, part]))
             if new:
-                self.index.fold(self.session.append(new))
+                self.index.fold(self.session.append(new, expected_seq=expected))
                 newest = self.index.newest
                 if newest is not None:
                     # Just converted from this very object: the next call that passes it again
@@ -254,7 +339,7 @@ class _Conversation:
             "message_history, or start a new conversation_id"
         )
 
-    def projection(self) -> list[ModelMessage]:
+    def projection(self, *, fresh: bool = True) -> list[ModelMessage]:
         """The projection as pydantic-ai messages, split requests regrouped; worked out only as
         far as it changed since the last call.
 
@@ -262,29 +347,30 @@ class _Conversation:
         is handed back as the history's own object (pydantic-ai then sees exactly what it holds
         and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
-            items = self.session.items()
-            new, restarted = self._segments.new_items(items, self._pieces)
-            if restarted:
-                self._group = []
-            for item in new:
-                piece = self._pieces.get(item.id)
-                if piece is None or piece.message is not item.message:
-                    piece = self._pieces[item.id] = _Piece(item.message)
-                group = self._group
-                if group and piece.joins(group[-1]):
-                    group.append(piece)
-                else:
-                    if group:
-                        self._close(group)
-                    self._group = [piece]
-            self._segments.done(items)
-            out = self._segments.render(self._history)
-            if self._group:
-                position = self._whole(self._group)
-                out.append(
-                    self._history[position] if position is not None else _merged(self._group)
-                )
-            return out
+            return self._project(self.session.items(fresh=fresh))
+
+    def _project(self, items: Sequence[Item]) -> list[ModelMessage]:
+        """`projection` of `items`; the lock is held."""
+        new, restarted = self._segments.new_items(items, self._pieces)
+        if restarted:
+            self._group = []
+        for item in new:
+            piece = self._pieces.get(item.id)
+            if piece is None or piece.message is not item.message:
+                piece = self._pieces[item.id] = _Piece(item.message)
+            group = self._group
+            if group and piece.joins(group[-1]):
+                group.append(piece)
+            else:
+                if group:
+                    self._close(group)
+                self._group = [piece]
+        self._segments.done(items)
+        out = self._segments.render(self._history)
+        if self._group:
+            position = self._whole(self._group)
+            out.append(self._history[position] if position is not None else _merged(self._group))
+        return out
 
     def _close(self, group: list[_Piece]) -> None:
         position = self._whole(group)

@@ -343,11 +343,16 @@ class Session:
             self.refresh()
             return self._state.projection.messages()
 
-    def items(self) -> Sequence[Item]:
+    def items(self, *, fresh: bool = True) -> Sequence[Item]:
         """The projection with each message's id, kind and covered range; an immutable sequence,
-        O(1) like `messages()`."""
+        O(1) like `messages()`.
+
+        `fresh=False` skips the look for other writers' events: the projection as of this
+        session's last look or append, without waiting on the store (for a caller on an event
+        loop); another writer's events show from the next look on."""
         with self._lock:
-            self.refresh()
+            if fresh:
+                self.refresh()
             return self._state.projection.items
 
     def message_count(self) -> int:
@@ -380,9 +385,11 @@ class Session:
             self.refresh()
             return self._tally_for(counter).estimate
 
-    def tally(self, counter: TokenCounter | None = None) -> Tally:
+    def tally(self, counter: TokenCounter | None = None, *, fresh: bool = True) -> Tally:
+        """The token tally of the projection (`fresh` as in `items`)."""
         with self._lock:
-            self.refresh()
+            if fresh:
+                self.refresh()
             return self._tally_for(counter)
 
     def snapshot(self, counter: TokenCounter | None = None, *, tools_tokens: int = 0) -> Snapshot:
