@@ -180,16 +180,16 @@ def test_the_run_lands_over_the_free_rungs_of_the_turn_and_masks_nothing_twice(
 @pytest.mark.guarantee("background-bounded")
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_within_the_hard_mark_the_turn_never_waits(driver: str) -> None:
-    """With the hard mark at the window (`overshoot=1`): past the trigger, and past half the
-    reserve, a request still within the window goes out at once while the run works (here
-    `wait_s=0` and a shut gate: a turn that did not go on would compact in the foreground and
-    block on it); the result lands at a later check."""
+    """By default the hard mark is the window: past the trigger, and past half the reserve, a
+    request still within the window goes out at once while the run works (here `wait_s=0` and a
+    shut gate: a turn that did not go on would compact in the foreground and block on it); the
+    result lands at a later check."""
     check = DRIVERS[driver]
 
     async def main() -> tuple[Session, CompactionReport | None, CompactionReport | None]:
         gate = Gate()
         session = started_session()
-        async with compactor(gate, background=Background(overshoot=1, wait_s=0)) as c:
+        async with compactor(gate, background=Background(wait_s=0)) as c:
             assert await check(c, session) is None
             await entered(gate)
             session.append(step("big", 800))

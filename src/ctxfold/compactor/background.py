@@ -20,7 +20,7 @@ drivers, with the marks of `Background` read from the budget at each check:
    summarizer. A run in flight goes on: it lands over their masks later.
 4. **No result yet**: the turn goes on without waiting while the estimate stays below the hard
    mark (`Background.overshoot` of the reserve between the trigger point and the window; by
-   default half of it, so the reply keeps the other half). Past it the request may not go out as it
+   default the whole reserve, so the window itself). Past it the request may not go out as it
    stands: the turn waits for the run in flight, at most `Background.wait_s` seconds, and lands
    it, when what that run can save is enough. If there is no such run, it did not finish in
    time, or landing leaves the estimate past the mark, the turn compacts in the foreground,
@@ -66,22 +66,21 @@ class Background:
       below the target.
     - `overshoot`: the hard mark, how far past the trigger point a request may grow while a run
       is in flight, as a fraction of the reserve between the trigger point and the window
-      (default 0.5: a request may take half the room the reserve keeps for the reply, never
-      more). An application that sends a fixed `max_tokens` should keep trigger + overshoot ×
-      reserve + `max_tokens` within the window; one that always asks for the model's whole
-      output should set 0: a turn at the trigger then waits for the run. 1 lets a request fill
-      the window, for a model whose reply never needs the reserve.
+      (default 1: the request stays within the window, and may take the room the reserve keeps
+      for the reply). An application that sends a fixed `max_tokens` should keep trigger +
+      overshoot × reserve + `max_tokens` within the window; one that always asks for the
+      model's whole output should set 0: a turn at the trigger then waits for the run.
     - `wait_s`: seconds a turn past the hard mark waits for the run in flight before it
       compacts in the foreground (default 30).
 
     >>> Background().marks(Budget(window=10_000, reserve=2_000))
+    (6800, 8000, 10000)
+    >>> Background(overshoot=0.5).marks(Budget(window=10_000, reserve=2_000))
     (6800, 8000, 9000)
-    >>> Background(overshoot=0).marks(Budget(window=10_000, reserve=2_000))
-    (6800, 8000, 8000)
     """
 
     start: float = 0.85
-    overshoot: float = 0.5
+    overshoot: float = 1.0
     wait_s: float = 30.0
 
     def __post_init__(self) -> None:
