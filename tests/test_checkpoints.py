@@ -8,9 +8,9 @@ shows what was read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -26,6 +26,8 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.tokens import Budget, count_messages
 from tests._histories import agent_history, step
 from tests.test_count_once import Recording
+
+T = TypeVar("T")
 
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 
@@ -309,17 +311,17 @@ def test_recorded_counts_stand_only_for_items_still_projected(tmp_path: Path) ->
         writer = store.session("r", checkpoint_every=None)
         writer.append(NewEvent.of(Retraction(writer.items()[-1].id)))
         writer.append(Message("user", "a longer message than the one it stands in for"))
-    estimates = []
-    for drop in (False, True):
-        with SQLiteStore(path) as store:
-            if drop:
-                store.drop_snapshots("r")
-            else:
-                assert len(json.loads(store.load_snapshot("r")[1])["items"]) == 3  # type: ignore[index]
-            session = store.session("r", counter=FixedCounter(), checkpoint_every=None)
-            estimates.append(session.estimate())
-            assert estimates[-1] == count_messages(FixedCounter(), session.messages())
-    assert estimates[0] == estimates[1]
+
+    def kept(store: SQLiteStore) -> None:
+        assert len(json.loads(store.load_snapshot("r")[1])["items"]) == 3  # type: ignore[index]
+
+    def first_estimate(session: Session) -> int:
+        estimate = session.estimate()
+        assert estimate == count_messages(FixedCounter(), session.messages())
+        return estimate
+
+    with_checkpoint, without = _with_and_without_checkpoint(path, "r", kept, first_estimate)
+    assert with_checkpoint == without
 
 
 @pytest.mark.guarantee("checkpoints-are-derived")
@@ -336,15 +338,34 @@ def test_a_checkpoint_anchored_to_a_report_estimates_as_the_log_does(tmp_path: P
         session.append([Message("user", "six seven eight nine"), Message("assistant", "ten")])
         wrote = session.estimate(), session.tally().total
         after_report = sum(FixedCounter().count_message(m) for m in session.messages()[2:])
+
+    def kept(store: SQLiteStore) -> None:
+        (at, data) = store.load_snapshot("a")  # type: ignore[misc]
+        assert at == store.last_seq("a") and json.loads(data)["anchor"] is not None
+
+    results = _with_and_without_checkpoint(
+        path, "a", kept, lambda session: (session.estimate(), session.tally().total)
+    )
+    assert results[0] == results[1] == wrote
+    assert wrote[0] == 40 + after_report
+
+
+def _with_and_without_checkpoint(
+    path: Path,
+    session_id: str,
+    kept: Callable[[SQLiteStore], None],
+    measure: Callable[[Session], T],
+) -> tuple[T, T]:
+    """`measure` of a session reopened from `path` with its checkpoint (after `kept` checks the
+    checkpoint is the one the test means), then again with every checkpoint dropped."""
     results = []
     for drop in (False, True):
         with SQLiteStore(path) as store:
             if drop:
-                store.drop_snapshots("a")
+                store.drop_snapshots(session_id)
             else:
-                (at, data) = store.load_snapshot("a")  # type: ignore[misc]
-                assert at == store.last_seq("a") and json.loads(data)["anchor"] is not None
-            session = store.session("a", counter=FixedCounter(), checkpoint_every=None)
-            results.append((session.estimate(), session.tally().total))
-    assert results[0] == results[1] == wrote
-    assert wrote[0] == 40 + after_report
+                kept(store)
+            results.append(
+                measure(store.session(session_id, counter=FixedCounter(), checkpoint_every=None))
+            )
+    return results[0], results[1]
