@@ -34,9 +34,11 @@ typecheck: $(VENV)/.installed-test
 test: lint typecheck
 	$(BIN)/python -m pytest
 
-# Every topic at full size, peers included; writes benchmarks/results/. Takes several minutes.
+# Every topic at full size, peers included; writes benchmarks/results/ and the README's figures
+# from them. Takes several minutes.
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks.readme
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
