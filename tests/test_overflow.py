@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from ctxfold.errors import SummarizerError
-from ctxfold.overflow import is_context_overflow
+from ctxfold.overflow import OverflowFigures, is_context_overflow, overflow_figures
 from ctxfold.testing.fake_llm import FakeLLMServer, Mode
 
 
@@ -123,3 +123,33 @@ def test_a_cyclic_exception_chain_terminates() -> None:
     first, second = ValueError("a"), ValueError("b")
     first.__cause__, second.__cause__ = second, first
     assert not is_context_overflow(first)
+
+
+@pytest.mark.guarantee("overflow-recovery")
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_prompt_that_fits_but_not_with_its_output_is_an_overflow(
+    server: FakeLLMServer, api: str
+) -> None:
+    """A prompt under the window whose requested output pushes it over is refused with a 400;
+    compacting makes the room, so both APIs' wording counts, and the figures say the prompt's
+    size and the window, not the window minus the output."""
+    server.max_context = 1_000
+    error = (openai_error if api == "openai" else anthropic_error)(server, "overflow_output")
+    assert is_context_overflow(error)
+    figures = overflow_figures(error)
+    assert figures.limit == 1_000
+    assert figures.prompt_tokens is not None and figures.prompt_tokens < 1_000
+
+
+def test_anthropic_output_overflow_figures_from_its_message() -> None:
+    """The numbers of Anthropic's "input length and max_tokens" message, read from the text."""
+    message = (
+        "input length and `max_tokens` exceed context limit: 199,759 + 8192 > 200000, "
+        "decrease input length or `max_tokens` and try again"
+    )
+
+    class BadRequest(Exception):
+        status_code = 400
+
+    assert is_context_overflow(BadRequest(message))
+    assert overflow_figures(BadRequest(message)) == OverflowFigures(199_759, 200_000)

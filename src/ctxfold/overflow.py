@@ -6,7 +6,9 @@ a generic 400, so the test reads the fields each provider documents:
 
 - OpenAI: `openai.BadRequestError` with ``code == "context_length_exceeded"`` (older servers and
   compatible proxies only say "maximum context length" in the message);
-- Anthropic: `anthropic.BadRequestError` whose message says "prompt is too long";
+- Anthropic: `anthropic.BadRequestError` whose message says "prompt is too long", or that the
+  input length and `max_tokens` exceed the context limit (the prompt fits, but not with the
+  output the request asked room for: the same fix, since compacting makes that room);
 - LiteLLM: `litellm.ContextWindowExceededError`, matched by class name so that litellm need not be
   installed or imported.
 
@@ -31,6 +33,7 @@ _OVERFLOW_PHRASES = (
     "maximum context length",
     "prompt is too long",
     "context_length_exceeded",
+    "exceed context limit",
 )
 _MAX_CHAIN = 16
 """How many linked exceptions to follow; cycles and absurd chains stop here."""
@@ -46,6 +49,10 @@ _OPENAI_PROMPT = re.compile(
 _WINDOW_OF = re.compile(rf"context window of {_NUMBER}", re.IGNORECASE)
 # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum".
 _ANTHROPIC = re.compile(rf"prompt is too long:\s*{_NUMBER} tokens\s*>\s*{_NUMBER}", re.IGNORECASE)
+# Anthropic, prompt plus max_tokens: "... exceed context limit: 199759 + 8192 > 200000, ...".
+_ANTHROPIC_WITH_OUTPUT = re.compile(
+    rf"exceed context limit:\s*{_NUMBER}\s*\+\s*{_NUMBER}\s*>\s*{_NUMBER}", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,10 @@ def _figures(text: str) -> OverflowFigures:
     anthropic = _ANTHROPIC.search(text)
     if anthropic:
         return OverflowFigures(_int(anthropic.group(1)), _int(anthropic.group(2)))
+    with_output = _ANTHROPIC_WITH_OUTPUT.search(text)
+    if with_output:
+        # The limit is the window itself; the output's share is the request's, not the model's.
+        return OverflowFigures(_int(with_output.group(1)), _int(with_output.group(3)))
     limit = _OPENAI_LIMIT.search(text) or _WINDOW_OF.search(text)
     prompt = _OPENAI_PROMPT.search(text)
     return OverflowFigures(

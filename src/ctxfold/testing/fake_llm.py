@@ -13,10 +13,12 @@ HTTP, retries, timeouts and error classes as in production::
 
 What it answers is scripted with modes: ``"ok"`` (a completion whose text is `reply(request)`),
 ``"error"`` (a 500), ``"slow"`` (an ok answer after `slow_seconds`), ``"overflow"`` (each API's
-real context-length error), ``"empty"`` (a completion with no text) and ``"echo"`` (a completion
-that repeats the prompt's last user message). `enqueue` sets the next answers one by one; after
-them, `mode` applies. With `max_context`, a request whose estimated size exceeds it gets the
-overflow error, as a real model would answer.
+real context-length error), ``"overflow_output"`` (the error for a prompt that fits but not with
+the output it asked room for: Anthropic's "exceed context limit", OpenAI's "you requested"),
+``"empty"`` (a completion with no text) and ``"echo"`` (a completion that repeats the prompt's
+last user message). `enqueue` sets the next answers one by one; after them, `mode` applies. With
+`max_context`, a request whose estimated size exceeds it gets the overflow error, as a real
+model would answer.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, Literal
 
 from ctxfold.errors import ConfigurationError
 
-Mode = Literal["ok", "error", "slow", "overflow", "empty", "echo"]
+Mode = Literal["ok", "error", "slow", "overflow", "overflow_output", "empty", "echo"]
 Api = Literal["openai", "anthropic"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -211,6 +213,8 @@ class FakeLLMServer:
             return 500, _server_error(request.api)
         if mode == "overflow":
             return 400, _overflow_error(request.api, request.estimated_tokens, self.max_context)
+        if mode == "overflow_output":
+            return 400, _output_overflow_error(request, self.max_context)
         text = {"empty": "", "echo": request.user}.get(mode)
         if text is None:
             text = self.reply(request)
@@ -339,6 +343,34 @@ def _overflow_error(api: Api, tokens: int, limit: int | None) -> dict[str, Any]:
             "message": (
                 f"This model's maximum context length is {maximum} tokens. However, your "
                 f"messages resulted in {tokens} tokens. Please reduce the length of the messages."
+            ),
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def _output_overflow_error(request: RecordedRequest, limit: int | None) -> dict[str, Any]:
+    """The 400 for a prompt that fits the window but not with the output the request asked for."""
+    tokens = request.estimated_tokens
+    maximum = limit if limit is not None else tokens + 1
+    asked = max(int(request.body.get("max_tokens") or 0), maximum - tokens + 1)
+    if request.api == "anthropic":
+        return {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": f"input length and `max_tokens` exceed context limit: {tokens} + "
+                f"{asked} > {maximum}, decrease input length or `max_tokens` and try again",
+            },
+        }
+    return {
+        "error": {
+            "message": (
+                f"This model's maximum context length is {maximum} tokens. However, you "
+                f"requested {tokens + asked} tokens ({tokens} in the messages, {asked} in the "
+                "completion). Please reduce the length of the messages or completion."
             ),
             "type": "invalid_request_error",
             "param": "messages",
