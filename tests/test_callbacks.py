@@ -58,6 +58,22 @@ def summary_of(label: str) -> Callable[[list[Message]], str]:
     return lambda messages: f"## Work done\n- {label}: {len(messages)} messages"
 
 
+def refused(
+    session: Session, where: Any, error: type[Exception], **options: Any
+) -> tuple[CompactionReport, list[Exception]]:
+    """Run a callback that asks `ctx.compact(where, ..., **options)`; the run's report and the
+    `error`s the call raised (the callback catches them, as an application would)."""
+    caught: list[Exception] = []
+
+    def callback(ctx: CompactionContext) -> None:
+        try:
+            ctx.compact(where, summary_of("x"), **options)
+        except error as exc:
+            caught.append(exc)
+
+    return run_callback(session, callback), caught
+
+
 # -- ranges the application picks ------------------------------------------------------------------
 @pytest.mark.guarantee("callback-ranges-compose")
 def test_each_compact_call_replaces_exactly_its_range_and_calls_compose() -> None:
@@ -142,15 +158,8 @@ def test_bad_ranges_are_rejected_with_a_clear_error_and_nothing_is_written(
     no history is dropped or duplicated."""
     original = history()
     session = session_with(original)
-    caught: list[Exception] = []
-
-    def callback(ctx: CompactionContext) -> None:
-        try:
-            ctx.compact(where, summary_of("x"))
-        except InvalidInputError as exc:
-            caught.append(exc)
-
-    assert not run_callback(session, callback).landed
+    report, caught = refused(session, where, InvalidInputError)
+    assert not report.landed
     (error,) = caught
     assert says in str(error)
     assert session.messages() == original
@@ -162,15 +171,7 @@ def test_a_range_that_splits_a_call_from_its_result_is_rejected() -> None:
     """A range ending between a tool call and its result raises InvalidHistoryError."""
     original = history()
     session = session_with(original)
-    caught: list[Exception] = []
-
-    def callback(ctx: CompactionContext) -> None:
-        try:
-            ctx.compact((1, 3), summary_of("x"))  # index 2 is a call, 3 its result
-        except InvalidHistoryError as exc:
-            caught.append(exc)
-
-    run_callback(session, callback)
+    _, caught = refused(session, (1, 3), InvalidHistoryError)  # index 2 is a call, 3 its result
     assert caught and "split a tool call" in str(caught[0])
     assert session.messages() == original
 
@@ -204,15 +205,7 @@ def test_a_range_over_the_system_block_is_rejected(widen: bool) -> None:
     not; the prompt stays."""
     original = history()
     session = session_with(original)
-    caught: list[Exception] = []
-
-    def callback(ctx: CompactionContext) -> None:
-        try:
-            ctx.compact((0, 7), summary_of("x"), widen=widen)
-        except InvalidHistoryError as exc:
-            caught.append(exc)
-
-    run_callback(session, callback)
+    _, caught = refused(session, (0, 7), InvalidHistoryError, widen=widen)
     assert caught and "system block" in str(caught[0])
     assert session.messages() == original
 
