@@ -90,7 +90,7 @@ def ledger_section(
         item.id == task.seq and item.original is None and not item.synthetic for item in view.items
     ):
         ledger = replace(ledger, task=None)
-    text = render(ledger, max_tokens, view.count_text)
+    text = render(ledger, max_tokens, view.count_text, count_whole=view.count_lines)
     if not text.startswith(HEADING):
         return ""
     return CONTINUED + text[len(HEADING) :] if continued else text

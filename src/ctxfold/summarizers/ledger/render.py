@@ -62,12 +62,16 @@ def render(
     count: Callable[[str], int] = approximate_tokens,
     *,
     task_tokens: int | None = None,
+    count_whole: Callable[[str], int] | None = None,
 ) -> str:
     """The ledger as a Markdown section of at most `max_tokens` tokens as measured by `count`.
 
     `task_tokens` bounds the user's request (default: a quarter of `max_tokens`); past it the
     request is cut, with a note saying where the rest is. Returns "" when not even the heading
-    fits. The same ledger and budget always give the same text.
+    fits. The same ledger and budget always give the same text. `count_whole` weighs the
+    assembled section, and must give what `count` gives (default: `count`); a caller whose
+    counter adds up over lines passes one that sums the counts of the entry lines `count`
+    weighed already (`WorkingView.count_lines`).
     """
     if max_tokens < 0:
         raise ConfigurationError(f"max_tokens must be 0 or more, not {max_tokens}")
@@ -110,8 +114,9 @@ def render(
     while True:
         left_out = len(entries) - len(chosen)
         text = _assemble(heading, chosen, left_out, span, roomy, titles)
-        if count(text) <= max_tokens or not chosen:
-            return text if count(text) <= max_tokens else heading
+        fits = (count_whole or count)(text) <= max_tokens
+        if fits or not chosen:
+            return text if fits else heading
         chosen.remove(max(chosen, key=lambda pair: pair[0].rank))
 
 
