@@ -779,6 +779,18 @@ def test_render_with_a_real_tokenizer() -> None:
     assert "modified `lib.py`" in render(ledger, 300, count)
 
 
+def test_a_command_rendered_before_its_result_came_shows_the_result_once_merged() -> None:
+    """Rendering a ledger again after a merge gave a call its result shows that result, not
+    the status the call had when it was first rendered."""
+    call, output = shell(("make build", "<returncode>2</returncode>\nmake: *** [all] Error 2"))
+    waiting = build_ledger([call])
+    assert "→ no result yet" in render(waiting, 1000)
+    done = merge(waiting, build_ledger([output]))
+    text = render(done, 1000)
+    assert "→ no result yet" not in text
+    assert "log 1: `make build` → exit 2" in text
+
+
 class _RecordingCounter:
     """The exact counter, recording every text it is asked to count."""
 

@@ -146,9 +146,7 @@ def _entries(ledger: Ledger) -> list[_Entry]:
             rank = (2, -command.seq) if latest else (5, -command.seq)
             out.append(_Entry("Tests", (command.seq,), rank, _test_line(command)))
             continue
-        lookup = _is_lookup(command)
-        line = f"- log {command.seq}: {_command_text(command)}{_status(command)}"
-        short = f"- log {command.seq}: {_code(_clip(command.text, 60))}{_status(command)}"
+        line, short, lookup = _command_lines(command)
         rank = (5, -command.seq) if lookup else (4, -command.seq)
         out.append(_Entry("Commands", (command.seq,), rank, line, short))
     seen: dict[str, int] = {}
@@ -162,6 +160,32 @@ def _entries(ledger: Ledger) -> list[_Entry]:
         line = f"- log {decision.seq} ({decision.kind}): {text}"
         out.append(_Entry("Decisions", (decision.seq, index), rank, line))
     return out
+
+
+def _command_lines(command: Command) -> tuple[str, str, bool]:
+    """A command's entry in full and shortened, and whether it only looks something up.
+
+    Remembered by the command's identity: a ledger is rendered again at every compaction, and
+    merging keeps the commands of the ledgers it joins (a command is a new object only once
+    its result arrives), so most commands of a render were formatted by the one before."""
+    found = _COMMAND_LINES.get(id(command))
+    if found is not None and found[0] is command:
+        return found[1]
+    status = _status(command)
+    made = (
+        f"- log {command.seq}: {_command_text(command)}{status}",
+        f"- log {command.seq}: {_code(_clip(command.text, 60))}{status}",
+        _is_lookup(command),
+    )
+    if len(_COMMAND_LINES) >= _MAX_COMMANDS:
+        _COMMAND_LINES.clear()  # bounded; starting afresh costs one formatting of each again
+    # Holding the command keeps its id from being reused while the entry lives.
+    _COMMAND_LINES[id(command)] = (command, made)
+    return made
+
+
+_COMMAND_LINES: dict[int, tuple[Command, tuple[str, str, bool]]] = {}
+_MAX_COMMANDS = 65_536
 
 
 def _file_entry(index: int, entry: FileEntry) -> _Entry:
