@@ -23,7 +23,7 @@ from ctxfold.compactor import CompactionContext, Compactor, compact_messages
 from ctxfold.events import COMPACTION, MESSAGE, Compaction, NewEvent
 from ctxfold.messages import Message, ToolCall, read_jsonl
 from ctxfold.pipeline import ClearToolResults, Pipeline, Summarize
-from ctxfold.pipeline.ledgers import holds_ledger, section_of
+from ctxfold.pipeline.ledgers import _recorded, holds_ledger, ledger_data, section_of
 from ctxfold.replay import replay
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
@@ -353,3 +353,20 @@ def test_an_injection_in_tool_output_never_reaches_a_summary_as_prose(path: str)
     assert any("Ignore previous instructions" in text for text in stored)  # shown, as data
     for text in stored:
         assert "Ignore previous" not in prose(text), text
+
+
+def test_a_recorded_ledger_read_back_from_a_stored_copy_is_the_ledger_it_was_made_from() -> None:
+    """The ledger a compaction recorded comes back from the store as a copy of its data; the
+    next compaction takes the ledger it was made from, not a parse of the copy, and a copy that
+    differs is parsed as it is."""
+    history = [m for r in range(3) for m in round_of_work(r)]
+    ledger = build_ledger(list(enumerate(history, start=1)))
+    data = ledger_data(ledger)
+    copy = json.loads(json.dumps(data))
+    assert copy is not data
+    assert _recorded(copy) is ledger
+    changed = json.loads(json.dumps(data))
+    changed["commands"][0]["text"] = "a different command"
+    read = _recorded(changed)
+    assert read is not ledger and read == from_data(changed)
+    assert read.commands[0].text == "a different command"

@@ -19,6 +19,7 @@ ledger of its own stretch, which the next summary to combine them merges in.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -90,7 +91,7 @@ def ledger_section(
         item.id == task.seq and item.original is None and not item.synthetic for item in view.items
     ):
         ledger = replace(ledger, task=None)
-    text = render(ledger, max_tokens, view.count_text)
+    text = render(ledger, max_tokens, view.count_text, count_whole=view.count_lines)
     if not text.startswith(HEADING):
         return ""
     return CONTINUED + text[len(HEADING) :] if continued else text
@@ -101,6 +102,7 @@ def ledger_data(ledger: Ledger) -> dict[str, Any]:
     `ledger`, so that the item it lands on is not parsed back at the next compaction."""
     data = to_data(ledger)
     _LEDGERS.get((data, None), lambda: ledger, 0)
+    _MADE.put(data, ledger)
     return data
 
 
@@ -158,9 +160,52 @@ def _read(seq: int, message: Message, redact: Callable[[str], str] | None) -> Le
 
 def _recorded(data: Mapping[str, Any]) -> Ledger:
     def make() -> Ledger:
+        made = _MADE.find(data)
+        if made is not None:
+            return made
         try:
             return from_data(data)
         except InvalidInputError:
             return Ledger()  # unreadable derived data: the entries go, the compaction does not
 
     return _LEDGERS.get((data, None), make, 0)
+
+
+class _MadeLedgers:
+    """The ledgers `ledger_data` turned into data lately, found again from an equal copy of
+    their data. A compaction event's data comes back from the store as a copy (what a read
+    gives), so the identity memo misses it once per landed compaction, and reading the copy
+    back (`from_data`) was a parse of every command of the ledger; comparing it with the data
+    it equals is one C-level walk. Keyed by the seqs and sizes, so only one candidate is
+    compared; a candidate that is not equal is not taken."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: dict[tuple[object, ...], tuple[Mapping[str, Any], Ledger]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, data: Mapping[str, Any], ledger: Ledger) -> None:
+        with self._lock:
+            entries = self._entries
+            entries.pop(key := _key(data), None)
+            entries[key] = (data, ledger)
+            if len(entries) > self.maxsize:
+                del entries[next(iter(entries))]
+
+    def find(self, data: Mapping[str, Any]) -> Ledger | None:
+        with self._lock:
+            found = self._entries.get(_key(data))
+        return found[1] if found is not None and found[0] == data else None
+
+
+def _key(data: Mapping[str, Any]) -> tuple[object, ...]:
+    commands, decisions = data.get("commands"), data.get("decisions")
+    return (
+        data.get("first_seq"),
+        data.get("last_seq"),
+        len(commands) if isinstance(commands, list) else None,
+        len(decisions) if isinstance(decisions, list) else None,
+    )
+
+
+_MADE = _MadeLedgers(maxsize=4_096)

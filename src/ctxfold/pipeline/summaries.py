@@ -102,7 +102,8 @@ def stretch_request(
         tokens = view.counts[start + position]
         if item.kind == "summary" and holds_any_ledger(message.text):
             # Its sections are read; its ledger section is merged as data, never read.
-            tokens -= view.count_text(message.text) - view.count_text(strip_ledger(message.text))
+            # Both texts are mostly lines weighed when the summary was written.
+            tokens -= view.count_lines(message.text) - view.count_lines(strip_ledger(message.text))
         elif message.text != item.message.text:
             # Masks undone (or redacted): the text read instead of the one the view counted,
             # in the same frame, so no message is counted again (`count_message`).

@@ -132,6 +132,20 @@ class WorkingView:
             tokens = self._texts[text] = count(text)
         return tokens
 
+    def count_lines(self, text: str) -> int:
+        """`count_text` of a text made mostly of lines weighed before (a ledger section whose
+        entries were weighed one by one as it was filled, a summary read back): summed from the
+        remembered counts of its lines when the counter adds up over lines
+        (`TextCounts.lines`), so only its new lines are counted; else counted whole. The same
+        number either way."""
+        tokens = self._texts.get(text)
+        if tokens is None:
+            lines = getattr(self.rules.count_text, "lines", None)
+            if lines is None:
+                return self.count_text(text)
+            tokens = self._texts[text] = lines(text)
+        return tokens
+
     def synthetic(self) -> frozenset[int]:
         return frozenset(i for i, item in enumerate(self.items) if item.synthetic)
 

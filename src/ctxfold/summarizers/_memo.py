@@ -1,12 +1,13 @@
-"""A bounded memo keyed by the identity of immutable objects: what the compaction pipeline uses
-to read each message once (its identifiers, its redacted copy, its work ledger) however many
-compactions read it again."""
+"""Bounded memos that let the compaction pipeline do each piece of work once however many
+compactions ask for it again: `IdentityMemo` by the identity of immutable objects (a message's
+identifiers, its redacted copy, its work ledger), `LineMemo` by line (what a line-local scan
+found in each line of the summaries and ledgers that repeat one another's lines)."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -39,4 +40,69 @@ class IdentityMemo(Generic[T]):
             self._entries[key] = (objects, made)
             if len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
+        return made
+
+
+class LineMemo(Generic[T]):
+    """The per-line values of a line-local pass over text, remembered by line.
+
+    `batch` takes consecutive lines and returns one value per line: what the pass makes of
+    each, where the value of a line never depends on the lines around it (every pattern of the
+    pass matches within one line). Lines recur (a summary repeats most lines of the ones before
+    it, a ledger its entries), so `values` passes over the lines not seen before only, the
+    consecutive ones together in one `batch` call, since one pass over many lines costs less than
+    many passes over one each.
+
+    Bounded: at `maxsize` lines the memo starts afresh (costing one more pass over each line
+    met again), and lines longer than `max_line_chars` (a minified file, a data dump) are
+    passed over every time rather than kept. Lines are strings, so entries never go stale.
+    """
+
+    def __init__(
+        self,
+        batch: Callable[[list[str]], Sequence[T]],
+        maxsize: int = 65_536,
+        max_line_chars: int = 2_000,
+    ) -> None:
+        self.batch = batch
+        self.maxsize = maxsize
+        self.max_line_chars = max_line_chars
+        self._lines: dict[str, T] = {}
+
+    def values(self, text: str) -> list[T]:
+        """The value of each line of `text` (split at "\\n"), in order; `[]` for "".
+
+        Should `batch` ever return another number of values than lines, its values are used as
+        they are and none is remembered."""
+        if not text:
+            return []
+        known = self._lines.get
+        if "\n" not in text:
+            found = known(text)
+            return [found] if found is not None else self._pass([text])
+        out: list[T] = []
+        pending: list[str] = []
+        for line in text.split("\n"):
+            found = known(line)
+            if found is None:
+                pending.append(line)
+                continue
+            if pending:
+                out += self._pass(pending)
+                pending = []
+            out.append(found)
+        if pending:
+            out += self._pass(pending)
+        return out
+
+    def _pass(self, lines: list[str]) -> list[T]:
+        made = list(self.batch(lines))
+        if len(made) != len(lines):
+            return made
+        memo = self._lines
+        for line, value in zip(lines, made, strict=True):
+            if len(line) <= self.max_line_chars:
+                if len(memo) >= self.maxsize:
+                    memo.clear()
+                memo[line] = value
         return made

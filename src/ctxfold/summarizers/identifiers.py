@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from ctxfold.messages import Message
 from ctxfold.messages.escapes import escape_controls
-from ctxfold.summarizers._memo import IdentityMemo
+from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 from ctxfold.summarizers.quoting import code_span
 
 Kind = Literal["error", "path", "command", "url", "id", "hash"]
@@ -265,62 +266,26 @@ def _first_line(text: str) -> str:
 def _scan_text(text: str) -> Iterator[Identifier]:
     """The identifiers of `text`, in order. Every pattern matches within one line (none of
     them crosses a newline), so a text's identifiers are its lines' identifiers one line after
-    another. Lines recur: a summary repeats most of the lines of the summaries before it, and
-    the work ledger its entries. So each line's identifiers are remembered, and only the lines
-    not seen before are scanned, the consecutive ones together in one pass."""
-    if not text:
-        return
-    if "\n" not in text:
-        known = _LINES.get(text)
-        if known is None:
-            known = tuple(found for _, found in _scan_span(text))
-            _remember(text, known)
-        yield from known
-        return
-    pending: list[str] = []
-    for line in text.split("\n"):
-        known = _LINES.get(line)
-        if known is None:
-            pending.append(line)
-            continue
-        if pending:
-            yield from _scan_lines(pending)
-            pending = []
-        yield from known
-    if pending:
-        yield from _scan_lines(pending)
+    another, and each line's are remembered (`_LINES`): a summary repeats most of the lines of
+    the summaries before it, and the work ledger its entries."""
+    return itertools.chain.from_iterable(_LINES.values(text))
 
 
-_LINES: dict[str, tuple[Identifier, ...]] = {}
-"""The identifiers of the lines scanned lately, by line (see `_scan_text`)."""
-_MAX_LINES = 65_536
-_MAX_LINE_CHARS = 2_000
-"""Longer lines are scanned every time rather than kept (a minified file, a data dump)."""
-
-
-def _remember(line: str, found: tuple[Identifier, ...]) -> None:
-    if len(line) <= _MAX_LINE_CHARS:
-        if len(_LINES) >= _MAX_LINES:
-            _LINES.clear()  # bounded; starting afresh costs one scan of each line met again
-        _LINES[line] = found
-
-
-def _scan_lines(lines: list[str]) -> list[Identifier]:
-    """The identifiers of consecutive `lines`, scanned as one text; each line's share is
-    remembered."""
+def _scan_lines(lines: list[str]) -> list[tuple[Identifier, ...]]:
+    """The identifiers of each of consecutive `lines`, found in one scan of them joined."""
     starts: list[int] = []
     position = 0
     for line in lines:
         starts.append(position)
         position += len(line) + 1
     per_line: list[list[Identifier]] = [[] for _ in lines]
-    out: list[Identifier] = []
     for start, found in _scan_span("\n".join(lines)):
         per_line[bisect.bisect_right(starts, start) - 1].append(found)
-        out.append(found)
-    for line, found_in in zip(lines, per_line, strict=True):
-        _remember(line, tuple(found_in))
-    return out
+    return [tuple(found_in) for found_in in per_line]
+
+
+_LINES: LineMemo[tuple[Identifier, ...]] = LineMemo(_scan_lines)
+"""The identifiers of the lines scanned lately, by line (see `_scan_text`)."""
 
 
 def _scan_span(text: str) -> list[tuple[int, Identifier]]:

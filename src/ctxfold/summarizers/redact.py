@@ -30,7 +30,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ctxfold.messages import Message
-from ctxfold.summarizers._memo import IdentityMemo
+from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 
 Redactor = Callable[[str], str]
 """Takes text (a summary, a record to send) and returns it with secrets replaced."""
@@ -111,47 +111,19 @@ def redact_secrets(text: str) -> str:
     if "-----BEGIN" in text:
         return _redact_whole(text)  # a key block spans lines
     # Every other pattern matches within one line and never makes or takes a newline, so a
-    # text's redaction is its lines' redactions, one after another. Lines recur (a summary
-    # repeats most lines of the ones before it): each line's redaction is remembered, and only
-    # the lines not seen before are redacted, the consecutive ones together in one pass.
-    if "\n" not in text:
-        done = _LINES.get(text)
-        return done if done is not None else "\n".join(_redact_lines([text]))
-    out: list[str] = []
-    pending: list[str] = []
-    for line in text.split("\n"):
-        done = _LINES.get(line)
-        if done is None:
-            pending.append(line)
-            continue
-        if pending:
-            out += _redact_lines(pending)
-            pending = []
-        out.append(done)
-    if pending:
-        out += _redact_lines(pending)
-    return "\n".join(out)
-
-
-_LINES: dict[str, str] = {}
-"""The redactions of the lines redacted lately, by line (see `redact_secrets`)."""
-_MAX_LINES = 65_536
-_MAX_LINE_CHARS = 2_000
-"""Longer lines are redacted every time rather than kept."""
+    # text's redaction is its lines' redactions, one after another, and each line's is
+    # remembered (`_LINES`): a summary repeats most lines of the ones before it.
+    return "\n".join(_LINES.values(text))
 
 
 def _redact_lines(lines: list[str]) -> list[str]:
     """The redactions of consecutive `lines` (no key block among them), made in one pass over
-    them joined; each line's is remembered."""
-    done = _redact_whole("\n".join(lines)).split("\n")
-    if len(done) != len(lines):
-        return done  # cannot happen (see `redact_secrets`); were it to, nothing is kept
-    for line, redacted_line in zip(lines, done, strict=True):
-        if len(line) <= _MAX_LINE_CHARS:
-            if len(_LINES) >= _MAX_LINES:
-                _LINES.clear()  # bounded; starting afresh costs one pass over each line again
-            _LINES[line] = redacted_line
-    return done
+    them joined."""
+    return _redact_whole("\n".join(lines)).split("\n")
+
+
+_LINES: LineMemo[str] = LineMemo(_redact_lines)
+"""The redactions of the lines redacted lately, by line (see `redact_secrets`)."""
 
 
 def _redact_whole(text: str) -> str:

@@ -62,12 +62,16 @@ def render(
     count: Callable[[str], int] = approximate_tokens,
     *,
     task_tokens: int | None = None,
+    count_whole: Callable[[str], int] | None = None,
 ) -> str:
     """The ledger as a Markdown section of at most `max_tokens` tokens as measured by `count`.
 
     `task_tokens` bounds the user's request (default: a quarter of `max_tokens`); past it the
     request is cut, with a note saying where the rest is. Returns "" when not even the heading
-    fits. The same ledger and budget always give the same text.
+    fits. The same ledger and budget always give the same text. `count_whole` weighs the
+    assembled section, and must give what `count` gives (default: `count`); a caller whose
+    counter adds up over lines passes one that sums the counts of the entry lines `count`
+    weighed already (`WorkingView.count_lines`).
     """
     if max_tokens < 0:
         raise ConfigurationError(f"max_tokens must be 0 or more, not {max_tokens}")
@@ -110,8 +114,9 @@ def render(
     while True:
         left_out = len(entries) - len(chosen)
         text = _assemble(heading, chosen, left_out, span, roomy, titles)
-        if count(text) <= max_tokens or not chosen:
-            return text if count(text) <= max_tokens else heading
+        fits = (count_whole or count)(text) <= max_tokens
+        if fits or not chosen:
+            return text if fits else heading
         chosen.remove(max(chosen, key=lambda pair: pair[0].rank))
 
 
@@ -141,9 +146,7 @@ def _entries(ledger: Ledger) -> list[_Entry]:
             rank = (2, -command.seq) if latest else (5, -command.seq)
             out.append(_Entry("Tests", (command.seq,), rank, _test_line(command)))
             continue
-        lookup = _is_lookup(command)
-        line = f"- log {command.seq}: {_command_text(command)}{_status(command)}"
-        short = f"- log {command.seq}: {_code(_clip(command.text, 60))}{_status(command)}"
+        line, short, lookup = _command_lines(command)
         rank = (5, -command.seq) if lookup else (4, -command.seq)
         out.append(_Entry("Commands", (command.seq,), rank, line, short))
     seen: dict[str, int] = {}
@@ -157,6 +160,32 @@ def _entries(ledger: Ledger) -> list[_Entry]:
         line = f"- log {decision.seq} ({decision.kind}): {text}"
         out.append(_Entry("Decisions", (decision.seq, index), rank, line))
     return out
+
+
+def _command_lines(command: Command) -> tuple[str, str, bool]:
+    """A command's entry in full and shortened, and whether it only looks something up.
+
+    Remembered by the command's identity: a ledger is rendered again at every compaction, and
+    merging keeps the commands of the ledgers it joins (a command is a new object only once
+    its result arrives), so most commands of a render were formatted by the one before."""
+    found = _COMMAND_LINES.get(id(command))
+    if found is not None and found[0] is command:
+        return found[1]
+    status = _status(command)
+    made = (
+        f"- log {command.seq}: {_command_text(command)}{status}",
+        f"- log {command.seq}: {_code(_clip(command.text, 60))}{status}",
+        _is_lookup(command),
+    )
+    if len(_COMMAND_LINES) >= _MAX_COMMANDS:
+        _COMMAND_LINES.clear()  # bounded; starting afresh costs one formatting of each again
+    # Holding the command keeps its id from being reused while the entry lives.
+    _COMMAND_LINES[id(command)] = (command, made)
+    return made
+
+
+_COMMAND_LINES: dict[int, tuple[Command, tuple[str, str, bool]]] = {}
+_MAX_COMMANDS = 65_536
 
 
 def _file_entry(index: int, entry: FileEntry) -> _Entry:
