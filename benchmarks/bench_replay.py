@@ -10,9 +10,11 @@ an agent loop calls `maybe_compact` before sending.
 
 Two kinds of figure per transcript and window:
 
-- speed: the median wall time of the plain replay (nothing but the public call), as a ratio to
-  one tiktoken pass over the transcript's text (`encode_ordinary` with the o200k encoding of
-  ctxfold's exact counter), the least any exact count of the transcript can cost;
+- speed: the median wall time of the plain replay (nothing but the public call), each one the
+  first replay of a process that has only imported ctxfold and loaded its tokenizer
+  (`benchmarks._replay_child`), as a ratio to one tiktoken pass over the transcript's text
+  (`encode_ordinary` with the o200k encoding of ctxfold's exact counter), the least any exact
+  count of the transcript can cost;
 - fidelity, from one more replay with every request checked: compactions, requests that a
   provider would reject, what the summarizer read against the history, identifiers kept.
 
@@ -24,13 +26,17 @@ figures mean is written out in the notes of the result, so the table stands on i
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks import TRANSCRIPTS
+from benchmarks import ROOT, TRANSCRIPTS
 from benchmarks._common import BenchmarkError, plural, summarize
 from ctxfold.compactor import CompactionReport, Compactor
 from ctxfold.events import COMPACTION
@@ -266,6 +272,62 @@ def replay_plain(
     return result, time.perf_counter() - started
 
 
+class ColdReplays:
+    """Times replays each in a fresh fork of a clean process (`benchmarks._replay_child`), where
+    no memo holds the work of an earlier replay; where there is no fork, in this process, and
+    `cold` says so."""
+
+    def __init__(self, quick: bool) -> None:
+        self.cold = hasattr(os, "fork")
+        self._child: subprocess.Popen[str] | None = None
+        if self.cold:
+            self._child = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks._replay_child", *(["--quick"] if quick else [])],
+                cwd=ROOT.parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            self._answer()
+
+    def time(
+        self,
+        name: str,
+        messages: Sequence[Message],
+        window: int,
+        ladder: str,
+        counter: TokenCounter,
+    ) -> tuple[float, int]:
+        """One replay's wall seconds and its number of compactions."""
+        if self._child is None:
+            result, spent = replay_plain(messages, window, ladder, counter)
+            return spent, len(result.compactions)
+        assert self._child.stdin is not None
+        self._child.stdin.write(json.dumps({"name": name, "window": window, "ladder": ladder}))
+        self._child.stdin.write("\n")
+        self._child.stdin.flush()
+        answer = self._answer()
+        return answer["ms"] / 1_000, answer["compactions"]
+
+    def _answer(self) -> dict[str, Any]:
+        assert self._child is not None and self._child.stdout is not None
+        line = self._child.stdout.readline()
+        if not line:
+            raise BenchmarkError(f"the replay timer ended (exit status {self._child.wait()})")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise BenchmarkError(f"a timed replay failed:\n{answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        if self._child is not None:
+            assert self._child.stdin is not None and self._child.stdout is not None
+            self._child.stdin.close()
+            self._child.wait()
+            self._child.stdout.close()
+            self._child = None
+
+
 class _Metered:
     """Wraps the compactor's own summarizer and counts the text of every request on the way in
     (instructions and the framed record): what an LLM summarizer would have been sent."""
@@ -442,18 +504,41 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
     rows: list[list[object]] = []
     runs: list[Figures] = []
+    timer = ColdReplays(quick)
+    try:
+        _replay_all(found, quick, reps, timer, counter, passes, rows, runs)
+    finally:
+        timer.close()
+    return {
+        "title": "Replaying agent transcripts: cost against one tiktoken pass, and what is kept",
+        "columns": COLUMNS,
+        "rows": rows,
+        "notes": notes + _notes(runs, counter, reps, timer.cold),
+    }
+
+
+def _replay_all(
+    found: Sequence[tuple[str, list[Message]]],
+    quick: bool,
+    reps: int,
+    timer: ColdReplays,
+    counter: TokenCounter,
+    passes: dict[str, float],
+    rows: list[list[object]],
+    runs: list[Figures],
+) -> None:
     for ladder, window in QUICK_SETS if quick else SETS:
         batch = []
         for name, msgs in found:
             figures = replay_one(name, msgs, window, ladder, counter)
             seconds = []
             for _ in range(reps):
-                result, spent = replay_plain(msgs, window, ladder, counter)
+                spent, compactions = timer.time(name, msgs, window, ladder, counter)
                 seconds.append(spent)
-                if len(result.compactions) != figures.compactions:
+                if compactions != figures.compactions:
                     raise BenchmarkError(
                         f"{name} at {window:,} ({ladder}): the plain replay made "
-                        f"{len(result.compactions)} compactions, the checked one "
+                        f"{compactions} compactions, the checked one "
                         f"{figures.compactions}; the fidelity columns would not describe it"
                     )
             timing = summarize([s * 1_000 for s in seconds])
@@ -463,15 +548,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         runs.extend(batch)
         rows.extend(f.row() for f in batch)
         rows.append(total(f"all ({len(batch)})", batch).row())
-    return {
-        "title": "Replaying agent transcripts: cost against one tiktoken pass, and what is kept",
-        "columns": COLUMNS,
-        "rows": rows,
-        "notes": notes + _notes(runs, counter, reps),
-    }
 
 
-def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[str]:
+def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool) -> list[str]:
     compacting = [f for f in runs if f.ladder != "none"]
     worst = max(compacting, key=lambda f: f.read / f.history if f.history else 0.0)
     missed = [f for f in compacting if f.history and f.read / f.history >= READ_TARGET]
@@ -502,7 +581,15 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int) -> list[st
         "Speed: tiktoken pass ms is the median of one `encode_ordinary` over all the "
         "transcript's text (contents, tool names, arguments, call ids, joined) with the o200k "
         "encoding of ctxfold's exact counter; replay ms the median wall time of the plain "
-        "replay (building the session and compactor included), over "
+        "replay (building the session and compactor included), "
+        + (
+            "each the first replay of a fresh fork of a process that has imported ctxfold, "
+            "loaded the tokenizer and read the transcripts but never replayed, so no memo holds "
+            "an earlier replay's work (as in a new `ctxfold replay` process after its imports), "
+            if cold
+            else "in this process (no fork here), where memos keep an earlier replay's work, "
+        )
+        + "over "
         f"{plural(reps, 'repetition')} each; replay range % is (slowest - fastest) / median; "
         "replay / tiktoken pass divides the medians (totals rows: the sums). The fidelity "
         "figures come from one more replay per row whose every request is validated, not "
