@@ -14,7 +14,7 @@ import json.scanner
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -149,7 +149,10 @@ def encode_batch(
             _check_storable_text(kind, f"{where}: type")
             _check_no_nul(kind, f"{where}: type")
         try:
-            text = "".join(scan(data, 0)) if scan is not None else _ENCODER.encode(data)
+            if fresh and _PLAIN_UNICODE is not None:
+                text = _encode_plain(data)
+            else:
+                text = "".join(scan(data, 0)) if scan is not None else _ENCODER.encode(data)
         except (TypeError, ValueError, RecursionError) as exc:
             # NewEvent checked its data when it was made; a dict can change after that.
             raise InvalidInputError(
@@ -165,6 +168,54 @@ def encode_batch(
                 hashed.update(len(raw).to_bytes(8, "big"))
                 hashed.update(raw)
     return EncodedBatch(encoded, hashed.hexdigest() if hashed is not None else "")
+
+
+def _encode_plain(data: Any) -> str:
+    """`encode_data` of a `FreshEvent`'s data, the same text, made faster two ways.
+
+    - The data of a `FreshEvent` is plain JSON that nothing else holds, so it has no cycle:
+      these encoders keep no table of open containers to find one (a cycle would still end in
+      a RecursionError, which the caller reports).
+    - A message whose every string is ASCII without DEL goes through the ASCII encoder, which
+      writes each character straight into a byte buffer, in about three quarters of the time
+      the unicode one takes; for such strings the two write the same escapes, so the text is
+      the same to the byte (`_ascii_message` says when). Anything else goes through the
+      unicode encoder, as before.
+    """
+    assert _PLAIN_ASCII is not None and _PLAIN_UNICODE is not None
+    encode = _PLAIN_ASCII if _ascii_message(data) else _PLAIN_UNICODE
+    return "".join(encode(data, 0))
+
+
+_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+_CALL_KEYS = frozenset({"id", "name", "arguments"})
+
+
+def _ascii_message(data: Any) -> bool:
+    """Whether `data` is a message event's data (`Message.to_dict` of a message without extra
+    fields) whose every string is ASCII and free of DEL: the ASCII encoder escapes DEL and
+    everything past it as ``\\uXXXX``, where the stored form keeps them as they are; control
+    characters both write as ``\\u00XX``. Any other shape answers False. Every key here is
+    ASCII, and `str.isascii` reads a flag, so this costs a few checks per string."""
+    if len(data) != 1:
+        return False
+    message = data.get("message")
+    if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
+        return False
+    for value in message.values():
+        if type(value) is str:
+            if not value.isascii() or "\x7f" in value:
+                return False
+        elif type(value) is list:
+            for call in value:
+                if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+                    return False
+                for text in call.values():
+                    if type(text) is not str or not text.isascii() or "\x7f" in text:
+                        return False
+        elif value is not None:
+            return False
+    return True
 
 
 def _where(session_id: str, index: int) -> str:
@@ -216,6 +267,14 @@ def _c_encoder() -> Callable[..., Callable[[Any, int], list[str]]] | None:
 
 
 _make_encoder = _c_encoder()
+
+# `_encode_plain`'s encoders: with no table of open containers they hold no state between
+# calls, so every thread shares them.
+_PLAIN_UNICODE: Callable[[Any, int], list[str]] | None = None
+_PLAIN_ASCII: Callable[[Any, int], list[str]] | None = None
+if _make_encoder is not None:
+    _PLAIN_UNICODE = _make_encoder(None, _ENCODER.default, encode_basestring, *_C_SETTINGS)
+    _PLAIN_ASCII = _make_encoder(None, _ENCODER.default, encode_basestring_ascii, *_C_SETTINGS)
 
 
 def decode_event(session_id: str, seq: int, type_: str, data: str, created_at: float) -> Event:
