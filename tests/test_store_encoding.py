@@ -6,6 +6,7 @@ append gets the same digest."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -14,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxfold.events import FreshEvent, NewEvent
-from ctxfold.storage.checks import encode_batch, encode_data
+from ctxfold.events import Event, FreshEvent, NewEvent
+from ctxfold.storage.checks import encode_batch, encode_data, stored_event
 
 _scalars = (
     st.none()
@@ -94,3 +95,16 @@ def test_fresh_data_of_any_shape_stores_what_json_dumps_writes(value: Any) -> No
     for data in ({"message": value}, {"other": value}, {"message": {"content": value}}):
         (encoded,) = encode_batch("s", [FreshEvent("app/x", data)], digest=False).events
         assert encoded.data == _dumps(data)
+
+
+def test_an_event_a_store_makes_is_the_event_its_constructor_makes() -> None:
+    """The events a store returns are `Event` values in every way: equal, hashed, shown,
+    replaced and frozen as the constructor's are."""
+    made = stored_event("s", 3, "turn", {"n": 1}, 12.5)
+    built = Event("s", 3, "turn", {"n": 1}, 12.5)
+    assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
+    assert dataclasses.replace(made, seq=4) == Event("s", 4, "turn", {"n": 1}, 12.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 5  # type: ignore[misc]
+    plain = stored_event("s", 1, "turn", (), 0.0)
+    assert hash(plain) == hash(Event("s", 1, "turn", (), 0.0))

@@ -183,7 +183,7 @@ class Session:
                 known is not None
                 and len(stored) > 1
                 and len(known) == len(stored)
-                and None not in known
+                and all(message is not None for message in known)
             ):
                 # Only messages the caller holds (the common append): folded in one go.
                 state.fold_messages(stored[0].seq, cast("list[Message]", known))
