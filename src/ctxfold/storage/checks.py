@@ -127,9 +127,10 @@ def encode_batch(
         )
     encoded = []
     hashed = hashlib.blake2b(digest_size=16) if digest else None
-    # One C encoder for the batch (`encode_data` says why not json.dumps): encoding one event
-    # leaves its table of open containers empty again, and a failure ends the batch.
-    scan = _new_c_encoder() if _make_encoder is not None else None
+    # One C encoder for the batch's other events (`encode_data` says why not json.dumps), made
+    # at the first of them: encoding one leaves its table of open containers empty again, and
+    # a failure ends the batch.
+    scan: Callable[[Any, int], list[str]] | None = None
     # This loop runs once per appended event, so the common case costs a few checks that are
     # O(1) on CPython (`isascii` reads a flag); the error messages are built only on failure.
     for index, event in enumerate(events):
@@ -151,8 +152,12 @@ def encode_batch(
         try:
             if fresh and _PLAIN_UNICODE is not None:
                 text = _encode_plain(data)
+            elif _make_encoder is not None:
+                if scan is None:
+                    scan = _new_c_encoder()
+                text = "".join(scan(data, 0))
             else:
-                text = "".join(scan(data, 0)) if scan is not None else _ENCODER.encode(data)
+                text = _ENCODER.encode(data)
         except (TypeError, ValueError, RecursionError) as exc:
             # NewEvent checked its data when it was made; a dict can change after that.
             raise InvalidInputError(
