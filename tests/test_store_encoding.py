@@ -6,6 +6,7 @@ append gets the same digest."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -14,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxfold.storage.checks import encode_data
+from ctxfold.events import Event, FreshEvent, NewEvent
+from ctxfold.storage.checks import encode_batch, encode_data, stored_event
 
 _scalars = (
     st.none()
@@ -56,3 +58,53 @@ def test_what_json_dumps_refuses_is_refused_alike(bad: dict[Any, Any]) -> None:
         _dumps(bad)
     with pytest.raises(expected.type):
         encode_data(bad)
+
+
+# Mostly ASCII, with the characters where the ASCII and unicode encoders part: DEL, the first
+# character past ASCII, controls, a backslash (and a "u" to follow it), a quote, and one
+# outside the BMP.
+_mixed_text = st.text(
+    alphabet=st.characters(max_codepoint=0x7E)
+    | st.sampled_from(["\x7f", "\x80", "\x00", "\x1b", "\n", "\\", "u", '"', "é", "\u2028", "😀"]),
+    max_size=30,
+)
+_calls = st.lists(
+    st.fixed_dictionaries({"id": _mixed_text, "name": _mixed_text, "arguments": _mixed_text}),
+    max_size=3,
+)
+_message_data = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.none() | _mixed_text},
+    optional={"tool_calls": _calls, "tool_call_id": _mixed_text, "name": _mixed_text},
+)
+
+
+@given(st.lists(_message_data, min_size=1, max_size=5))
+def test_a_batch_of_messages_stores_what_json_dumps_writes(messages: list[dict[str, Any]]) -> None:
+    """The messages a session appends are stored as the exact text json.dumps gives them, ASCII
+    or not, so a log reads the same and a retried keyed append gets the same digest."""
+    events = [FreshEvent("message", {"message": message}) for message in messages]
+    batch = encode_batch("s", events)
+    assert [e.data for e in batch.events] == [_dumps(e.data) for e in events]
+    assert batch.digest == encode_batch("s", [NewEvent(e.type, e.data) for e in events]).digest
+
+
+@given(_values)
+def test_fresh_data_of_any_shape_stores_what_json_dumps_writes(value: Any) -> None:
+    """Plain JSON data of any other shape appended as a FreshEvent is stored as json.dumps
+    writes it too."""
+    for data in ({"message": value}, {"other": value}, {"message": {"content": value}}):
+        (encoded,) = encode_batch("s", [FreshEvent("app/x", data)], digest=False).events
+        assert encoded.data == _dumps(data)
+
+
+def test_an_event_a_store_makes_is_the_event_its_constructor_makes() -> None:
+    """The events a store returns are `Event` values in every way: equal, hashed, shown,
+    replaced and frozen as the constructor's are."""
+    made = stored_event("s", 3, "turn", {"n": 1}, 12.5)
+    built = Event("s", 3, "turn", {"n": 1}, 12.5)
+    assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
+    assert dataclasses.replace(made, seq=4) == Event("s", 4, "turn", {"n": 1}, 12.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 5  # type: ignore[misc]
+    plain = stored_event("s", 1, "turn", (), 0.0)
+    assert hash(plain) == hash(Event("s", 1, "turn", (), 0.0))

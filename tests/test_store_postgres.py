@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,24 @@ def test_without_psycopg_the_error_says_what_to_install() -> None:
         f"{MissingDependencyError.__name__} PostgresStore needs psycopg: "
         "pip install 'ctxfold[postgres]'"
     )
+
+
+def test_a_snapshot_commits_without_waiting_and_appends_still_wait(
+    postgres_url: str, schema: str, tmp_path: Path
+) -> None:
+    """A snapshot is derived data, so its transaction commits with synchronous_commit off; the
+    setting ends with that transaction, and the appends around it wait for the flush."""
+    trace = tmp_path / "libpq.trace"
+    with PostgresStore(postgres_url, schema=schema, pool_size=1) as store, trace.open("w") as out:
+        store.append("s", [NewEvent("turn")])
+        with store._connection("a test") as conn:  # the one connection every call below uses
+            conn.pgconn.trace(out.fileno())  # libpq's own log of every message sent
+        store.save_snapshot("s", 1, '{"n": 1}')
+        store.append("s", [NewEvent("turn")])
+        with store._connection("a test") as conn:
+            conn.pgconn.untrace()
+            assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+        assert store.load_snapshot("s") == (1, '{"n": 1}')
+    sent = trace.read_text()
+    assert sent.index("SET LOCAL synchronous_commit = off") < sent.index("snapshots")
+    assert sent.count("synchronous_commit") == 1

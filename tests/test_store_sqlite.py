@@ -102,3 +102,36 @@ def test_default_path_falls_back_to_local_share(xdg: str | None) -> None:
     """Without a usable XDG_DATA_HOME the database is in ~/.local/share/ctxfold."""
     env = {"HOME": "/home/me"} if xdg is None else {"HOME": "/home/me", "XDG_DATA_HOME": xdg}
     assert default_sqlite_path(env) == Path("/home/me/.local/share/ctxfold/ctxfold.db")
+
+
+@pytest.mark.parametrize(("level", "code"), [("FULL", 2), ("EXTRA", 3), ("NORMAL", 1)])
+def test_a_snapshot_commits_without_the_flush_and_appends_keep_their_level(
+    tmp_path: Path, level: str, code: int
+) -> None:
+    """A snapshot is derived data, so it commits at NORMAL (no flush in WAL mode) however strong
+    the store's level; the appends before and after it commit at the store's own level."""
+    store = SQLiteStore(tmp_path / "events.db", synchronous=level)
+    store.append("s", [NewEvent("turn")])
+    statements: list[str] = []
+    with store._connection() as conn:  # the one connection every call below reuses
+        conn.set_trace_callback(statements.append)
+    store.save_snapshot("s", 1, '{"n": 1}')
+    store.append("s", [NewEvent("turn")])
+    with store._connection() as conn:
+        conn.set_trace_callback(None)
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == code
+    snapshot = next(i for i, s in enumerate(statements) if "INTO snapshots" in s)
+    append = next(i for i, s in enumerate(statements) if "INTO events" in s)
+    pragmas = [(i, s) for i, s in enumerate(statements) if s.startswith("PRAGMA synchronous")]
+    if level == "NORMAL":
+        assert pragmas == []
+    else:
+        assert [s for _, s in pragmas] == [
+            "PRAGMA synchronous = NORMAL",
+            f"PRAGMA synchronous = {level}",
+        ]
+        assert pragmas[0][0] < snapshot < pragmas[1][0] < append
+    store.close()
+    with SQLiteStore(tmp_path / "events.db") as reopened:
+        assert reopened.load_snapshot("s") == (1, '{"n": 1}')
+        assert reopened.last_seq("s") == 2

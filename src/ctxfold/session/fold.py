@@ -99,6 +99,15 @@ class Fold:
         if self.tally is not None:
             self.tally.add(item.id, message)
 
+    def fold_messages(self, first: int, messages: Sequence[Message]) -> None:
+        """`fold_message` for the message events at `first`, `first + 1`, ... (a batch of
+        appends that holds only messages), in one go."""
+        items = self.projection.add_messages(first, messages)
+        tally = self.tally
+        if tally is not None:
+            for item in items:
+                tally.add(item.id, item.message)
+
     def attach(self, tally: Tally, previous: Tally | None = None) -> None:
         """Count the projection into `tally` (empty) and keep it current from now on.
 

@@ -371,6 +371,23 @@ class Projection:
         self.last_seq = seq
         return self._add(seq, message)
 
+    def add_messages(self, first: int, messages: Sequence[Message]) -> list[Item]:
+        """`add_message` for the message events at `first`, `first + 1`, ... whose messages are
+        `messages`: one batch of appends, folded with a few list extensions."""
+        if first <= self.last_seq:
+            raise InvalidHistoryError(
+                f"event {first} arrived after {self.last_seq}; events fold in seq order"
+            )
+        seqs = range(first, first + len(messages))
+        items = [original_item(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+        self._items.extend(items)
+        self._messages.extend(messages)
+        self._keys.extend(seqs)
+        self._key_of.update(zip(seqs, seqs, strict=True))
+        if items:
+            self.last_seq = seqs[-1]
+        return items
+
     def _add(self, seq: int, message: Message) -> Item:
         item = original_item(seq, message)
         self._items.append(item)

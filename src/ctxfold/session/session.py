@@ -18,7 +18,7 @@ import gc
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
@@ -179,7 +179,15 @@ class Session:
         # who may change them, and the view must not change with them.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
             state = self._state
-            if known is not None and len(known) == len(stored):
+            if (
+                known is not None
+                and len(stored) > 1
+                and len(known) == len(stored)
+                and all(message is not None for message in known)
+            ):
+                # Only messages the caller holds (the common append): folded in one go.
+                state.fold_messages(stored[0].seq, cast("list[Message]", known))
+            elif known is not None and len(known) == len(stored):
                 for event, message in zip(stored, known, strict=True):
                     if message is not None:
                         state.fold_message(event.seq, message)

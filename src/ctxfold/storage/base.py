@@ -31,6 +31,7 @@ from ctxfold.storage.checks import (
     check_text,
     decode_event,
     encode_batch,
+    stored_event,
 )
 from ctxfold.storage.search import SearchHit, SearchQuery
 from ctxfold.storage.watch import Follow, LocalWatch, Watch
@@ -154,7 +155,7 @@ class StoreBase(abc.ABC):
             self._announce()
         # A FreshEvent's own data is what decoding its text would give, so it is not decoded.
         return [
-            Event(session_id, seq, e.type, e.value, created_at)
+            stored_event(session_id, seq, e.type, e.value, created_at)
             if e.value is not None
             else decode_event(session_id, seq, e.type, e.data, created_at)
             for seq, e in enumerate(batch.events, start=written)

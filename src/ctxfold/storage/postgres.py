@@ -252,6 +252,9 @@ class PostgresStore(StoreBase):
 
     def _save_snapshot(self, session_id: str, seq: int, data: str) -> None:
         with self._connection(f"saving a snapshot of session {session_id!r}") as conn:
+            # Derived data: the commit need not wait for the WAL flush. A crash may lose the
+            # snapshot, never an event: a later synchronous commit flushes the WAL over it.
+            conn.execute("SET LOCAL synchronous_commit = off")
             conn.execute(self._sql.save_snapshot, (session_id, seq, data))
             conn.execute(self._sql.prune_snapshots, (session_id, seq))
 
