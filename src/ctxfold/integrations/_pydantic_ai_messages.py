@@ -85,18 +85,14 @@ def to_messages_at(
         # value it cannot represent, so the data needs no second pass through json.dumps.
         dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
     except Exception as exc:  # pydantic raises several kinds for a value it cannot serialize
-        for index, message in zip(named, messages, strict=True):
-            if len(messages) > 1:
-                try:
-                    ModelMessagesTypeAdapter.dump_python([message], mode="json")
-                except Exception:
-                    pass
-                else:
-                    continue
-            raise InvalidInputError(
-                f"message {index} ({message.kind}) cannot be stored as JSON: {exc}"
-            ) from exc
-        raise InvalidInputError(f"messages {named} cannot be stored as JSON: {exc}") from exc
+        # The error of a batch names no message: name the first that fails on its own.
+        index, message = next(
+            ((i, m) for i, m in zip(named, messages, strict=True) if not _serializable(m)),
+            (named[0], messages[0]),
+        )
+        raise InvalidInputError(
+            f"message {index} ({message.kind}) cannot be stored as JSON: {exc}"
+        ) from exc
     out: list[list[Message]] = []
     for index, message, data in zip(named, messages, dumped, strict=True):
         parts: list[dict[str, Any]] = data.pop("parts")
@@ -178,6 +174,14 @@ def regroup(pieces: Sequence[tuple[Any, ModelMessage]]) -> list[ModelMessage]:
 
 
 # -- internals -------------------------------------------------------------------------------
+def _serializable(message: ModelMessage) -> bool:
+    try:
+        ModelMessagesTypeAdapter.dump_python([message], mode="json")
+    except Exception:  # pydantic raises several kinds for a value it cannot serialize
+        return False
+    return True
+
+
 def _response(header: dict[str, Any], parts: list[dict[str, Any]]) -> Message:
     calls = tuple(
         ToolCall(str(p["tool_call_id"]), str(p.get("tool_name") or p["part_kind"]), _args(p))
