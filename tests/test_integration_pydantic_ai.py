@@ -263,6 +263,52 @@ def test_a_cleared_tool_return_keeps_its_part_with_the_new_content() -> None:
     assert [(p.tool_call_id, p.content) for p in returned] == [("c1", "[cleared]")]
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [UserPromptPart("fix the failing test in src/app.py")],
+        [SystemPromptPart("be brief"), UserPromptPart("hi"), UserPromptPart("")],
+    ],
+)
+def test_a_plain_prompt_is_counted_as_its_logged_form_will_be(parts: list[Any]) -> None:
+    """The budget check before a run's first request counts a plain prompt without serializing
+    it; what it counts (roles, texts, calls) is what the logged messages hold."""
+    request = ModelRequest(parts=parts)
+    counted = conv.counted_form(request)
+    logged = conv.to_messages(request, index=0)
+    assert counted is not None
+    shape = [(m.role, m.content, m.name, m.tool_call_id, m.tool_calls) for m in logged]
+    assert [(m.role, m.content, m.name, m.tool_call_id, m.tool_calls) for m in counted] == shape
+
+
+def test_anything_but_a_plain_prompt_is_converted_in_full_for_the_count() -> None:
+    not_plain: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(["look", "again"])]),
+        ModelRequest(parts=[ToolReturnPart("read", "text", tool_call_id="c1")]),
+        ModelRequest(
+            parts=[
+                UserPromptPart("hi"),
+                InstructionBaselinePart(instructions=[InstructionPart("base")]),
+            ]
+        ),
+        ModelRequest(parts=[]),
+        ModelResponse(parts=[TextPart("ok")]),
+    ]
+    assert [conv.counted_form(m) for m in not_plain] == [None] * len(not_plain)
+
+
+def test_messages_converted_together_are_named_alone_when_one_cannot_be_stored() -> None:
+    history: list[Any] = [
+        ModelRequest(parts=[UserPromptPart("fine")]),
+        ModelResponse(parts=[ToolCallPart("read", {}, tool_call_id="x1")]),
+        ModelRequest(parts=[ToolReturnPart("read", Unstorable(), tool_call_id="x1")]),
+    ]
+    together = conv.to_messages_at(history, [0, 1])
+    assert together == [conv.to_messages(history[p], index=p) for p in (0, 1)]
+    with pytest.raises(InvalidInputError, match=r"message 2 \(request\) cannot be stored"):
+        conv.to_messages_at(history, [0, 1, 2])
+
+
 class Unstorable:
     """A value no JSON encoder knows."""
 

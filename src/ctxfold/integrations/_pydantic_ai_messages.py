@@ -60,22 +60,67 @@ def to_messages(message: Any, *, index: int) -> list[Message]:
     """One pydantic-ai message as ctxfold messages (one for a response, one per speaking part
     of a request). Raises `InvalidInputError` naming the message for a shape that cannot be
     carried."""
-    if not isinstance(message, (ModelRequest, ModelResponse)):
-        raise InvalidInputError(
-            f"message {index} is a {type(message).__name__}, not a pydantic-ai ModelRequest or "
-            f"ModelResponse: {message!r:.80}"
-        )
+    (converted,) = to_messages_at([message], [0], names=[index])
+    return converted
+
+
+def to_messages_at(
+    history: Sequence[Any], positions: Sequence[int], *, names: Sequence[int] | None = None
+) -> list[list[Message]]:
+    """`to_messages` of the history's messages at `positions`, serialized in one pass (a run's
+    new prompt and response are logged together). An error names the message by its position,
+    or by its entry in `names`."""
+    if not positions:
+        return []
+    messages = [history[p] for p in positions]
+    named = list(positions if names is None else names)
+    for index, message in zip(named, messages, strict=True):
+        if not isinstance(message, (ModelRequest, ModelResponse)):
+            raise InvalidInputError(
+                f"message {index} is a {type(message).__name__}, not a pydantic-ai ModelRequest "
+                f"or ModelResponse: {message!r:.80}"
+            )
     try:
-        data = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
-        json.dumps(data)
+        # JSON mode gives JSON types only (str keys, NaN as null, bytes as text) and raises for a
+        # value it cannot represent, so the data needs no second pass through json.dumps.
+        dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
     except Exception as exc:  # pydantic raises several kinds for a value it cannot serialize
+        # The error of a batch names no message: name the first that fails on its own.
+        index, message = next(
+            ((i, m) for i, m in zip(named, messages, strict=True) if not _serializable(m)),
+            (named[0], messages[0]),
+        )
         raise InvalidInputError(
             f"message {index} ({message.kind}) cannot be stored as JSON: {exc}"
         ) from exc
-    parts: list[dict[str, Any]] = data.pop("parts")
-    if message.kind == "response":
-        return [_response(data, parts)]
-    return _request(data, parts, index)
+    out: list[list[Message]] = []
+    for index, message, data in zip(named, messages, dumped, strict=True):
+        parts: list[dict[str, Any]] = data.pop("parts")
+        if message.kind == "response":
+            out.append([_response(data, parts)])
+        else:
+            out.append(_request(data, parts, index))
+    return out
+
+
+def counted_form(message: Any) -> list[Message] | None:
+    """What `to_messages` would give for the token count (roles, texts; no `extra`), made
+    without serializing, for a request of plain-text prompts alone; None for anything else.
+
+    A run's first request is judged against the budget on the event loop before it is
+    logged; its full conversion waits for the worker thread that logs it."""
+    if not isinstance(message, ModelRequest) or not message.parts:
+        return None
+    out: list[Message] = []
+    for part in message.parts:
+        # Exact types: a subclass may serialize differently.
+        if type(part) is UserPromptPart and type(part.content) is str:
+            out.append(Message("user", part.content))
+        elif type(part) is SystemPromptPart and type(part.content) is str:
+            out.append(Message("system", part.content))
+        else:
+            return None
+    return out
 
 
 def group_key(message: Message) -> Any:
@@ -129,6 +174,14 @@ def regroup(pieces: Sequence[tuple[Any, ModelMessage]]) -> list[ModelMessage]:
 
 
 # -- internals -------------------------------------------------------------------------------
+def _serializable(message: ModelMessage) -> bool:
+    try:
+        ModelMessagesTypeAdapter.dump_python([message], mode="json")
+    except Exception:  # pydantic raises several kinds for a value it cannot serialize
+        return False
+    return True
+
+
 def _response(header: dict[str, Any], parts: list[dict[str, Any]]) -> Message:
     calls = tuple(
         ToolCall(str(p["tool_call_id"]), str(p.get("tool_name") or p["part_kind"]), _args(p))

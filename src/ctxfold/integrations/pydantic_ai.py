@@ -261,12 +261,16 @@ class _Conversation:
             converted: dict[int, tuple[Any, list[Message]]] = {}
             for position in range(start, len(history)):
                 given = history[position]
-                messages = [
-                    with_source(m, ["m", position, part])
-                    for part, m in enumerate(conv.to_messages(given, index=position))
-                ]
-                converted[position] = (given, messages)
-                adding.extend(messages)
+                # A plain prompt is counted from its text; `record` converts it in full in the
+                # worker thread, with the response. Anything else is converted here, once.
+                counted = conv.counted_form(given)
+                if counted is None:
+                    counted = [
+                        with_source(m, ["m", position, part])
+                        for part, m in enumerate(conv.to_messages(given, index=position))
+                    ]
+                    converted[position] = (given, counted)
+                adding.extend(counted)
             if not fits_ahead(compactor, self.session, adding):
                 return None
             self._converted = converted
@@ -294,21 +298,29 @@ class _Conversation:
             self._history = list(history)
             newest = self.index.newest
             start = source_of(newest)[1] + 1 if newest is not None else 0
-            new: list[Message] = []
             early, self._converted = self._converted, {}
+            logged: dict[int, list[Message]] = {}
             for position in range(start, len(history)):
                 if ["m", position, 0] in self.index:
                     continue
-                given = history[position]
                 kept = early.get(position)
-                if kept is not None and kept[0] is given:
-                    new.extend(kept[1])
-                    self._split[position] = len(kept[1])
-                    continue
-                converted = conv.to_messages(given, index=position)
-                self._split[position] = len(converted)
-                for part, message in enumerate(converted):
-                    new.append(with_source(message, ["m", position, part]))
+                logged[position] = (
+                    kept[1] if kept is not None and kept[0] is history[position] else []
+                )
+            # What `ahead` left unconverted (a run's prompt) and what came since (its response),
+            # in one pass.
+            unconverted = [position for position, messages in logged.items() if not messages]
+            for position, converted in zip(
+                unconverted, conv.to_messages_at(history, unconverted), strict=True
+            ):
+                logged[position] = [
+                    with_source(message, ["m", position, part])
+                    for part, message in enumerate(converted)
+                ]
+            new: list[Message] = []
+            for position, messages in logged.items():
+                self._split[position] = len(messages)
+                new.extend(messages)
             if new:
                 self.index.fold(self.session.append(new, expected_seq=expected))
                 newest = self.index.newest
