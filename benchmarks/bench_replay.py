@@ -585,7 +585,9 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool
         + (
             "each the first replay of a fresh fork of a process that has imported ctxfold, "
             "loaded the tokenizer and read the transcripts but never replayed, so no memo holds "
-            "an earlier replay's work (as in a new `ctxfold replay` process after its imports), "
+            "an earlier replay's work (as in a new `ctxfold replay` process after its imports; "
+            "the fork's copy-on-write of the pages a replay touches adds a little, so these "
+            "times err on the slow side), "
             if cold
             else "in this process (no fork here), where memos keep an earlier replay's work, "
         )
