@@ -59,6 +59,25 @@ def test_every_skipped_redaction_pass_would_have_found_nothing(text: str) -> Non
         assert _holds_literal(redact._AUTHORIZATION, redact._AUTHORIZATION_WORDS, text.lower())
 
 
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from([*_PIECES, *_EXAMPLES, "\n", "\n\n"]), max_size=40).map("".join))
+def test_every_identifier_pattern_match_holds_one_of_its_literals_on_its_line(text: str) -> None:
+    """A line the scan skips for a pattern is one where the pattern finds nothing, and the scan
+    over the lines it keeps finds exactly what one pass over the whole text finds."""
+    patterns = [(p, needs) for p, _kind, _accept, needs in identifiers._SPAN_PATTERNS]
+    patterns += [(identifiers._ERROR_LINE, identifiers._ERROR_WORDS)]
+    patterns += [(identifiers._PROMPT_LINE, ("$",))]
+    for pattern, needs in patterns:
+        whole = [(m.span(), m.group(0)) for m in pattern.finditer(text)]
+        kept = [(m.span(), m.group(0)) for m in identifiers._matches(pattern, needs, text)]
+        assert kept == whole, pattern.pattern
+        for (start, end), _found in whole:
+            line_start = text.rfind("\n", 0, start) + 1
+            line_end = text.find("\n", end)
+            line = text[line_start : line_end if line_end >= 0 else len(text)]
+            assert not needs or any(n in line for n in needs), pattern.pattern
+
+
 def test_the_literals_are_not_vacuous() -> None:
     """Each pattern with literals does find something in a text that holds them."""
     for pattern, _kind, _accept, needs in identifiers._SPAN_PATTERNS:
