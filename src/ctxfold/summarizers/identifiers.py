@@ -320,7 +320,7 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
 
 def _matches(
     pattern: re.Pattern[str], needs: tuple[str, ...], text: str
-) -> Iterator[re.Match[str]]:
+) -> Iterable[re.Match[str]]:
     """The matches of `pattern` in `text`, in order, found by passing over only the lines that
     hold one of `needs` (all of `text` when `needs` is empty).
 
@@ -330,11 +330,15 @@ def _matches(
     and word boundaries see the characters before ``pos``, and at ``endpos`` stands the newline
     that ends the line, which no pattern takes and every boundary reads as the end of a text.
     """
-    if not needs:
-        yield from pattern.finditer(text)
-        return
-    for start, end in _lines_holding(text, needs):
-        yield from pattern.finditer(text, start, end)
+    if needs:
+        needs = tuple(literal for literal in needs if literal in text)
+        if not needs:
+            return ()
+    if not needs or "\n" not in text:
+        return pattern.finditer(text)
+    return itertools.chain.from_iterable(
+        pattern.finditer(text, start, end) for start, end in _lines_holding(text, needs)
+    )
 
 
 def _lines_holding(text: str, needs: tuple[str, ...]) -> list[tuple[int, int]]:
