@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxfold.summarizers import identifiers, redact
+from ctxfold.summarizers import _lines, identifiers, redact
 
 # Pieces that make the patterns match: the literals themselves, pieces of them, and the
 # characters around identifiers, so generated texts hold matches and near-misses alike.
@@ -69,7 +69,7 @@ def test_every_identifier_pattern_match_holds_one_of_its_literals_on_its_line(te
     patterns += [(identifiers._PROMPT_LINE, ("$",))]
     for pattern, needs in patterns:
         whole = [(m.span(), m.group(0)) for m in pattern.finditer(text)]
-        kept = [(m.span(), m.group(0)) for m in identifiers._matches(pattern, needs, text)]
+        kept = [(m.span(), m.group(0)) for m in _lines.matches(pattern, needs, text)]
         assert kept == whole, pattern.pattern
         for (start, end), _found in whole:
             line_start = text.rfind("\n", 0, start) + 1
@@ -132,3 +132,30 @@ def test_redacting_line_by_line_gives_what_one_pass_over_the_text_gives(
     redact.redact_secrets("\n".join(text.split("\n")[:seen_before]))
     assert redact.redact_secrets(text) == redact._redact_whole(text)
     assert redact.redact_secrets(text) == redact._redact_whole(text)
+
+
+# Assignments and flags with and without secret values, on several lines.
+_ASSIGNED = st.lists(
+    st.sampled_from(
+        ["password=", "api_key: ", '"token": "', "--password ", "--api-key=", "-p", "hunter22",
+         "S3cr3t-pw!", "$TOKEN", "1.2.3", "x", " ", "\t", "\n", "\n", "-", ":", "=", "é"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED))
+def test_assignments_and_flags_redacted_line_by_line_as_over_the_whole_text(text: str) -> None:
+    """The assignment and flag passes, made over only the lines holding ``:``, ``=`` or ``-``,
+    replace exactly what a pass over the whole text replaces."""
+    for pattern, replace, needs in (
+        (redact._ASSIGNMENT, redact._assignment, (":", "=")),
+        (redact._FLAG, redact._flag, ("-",)),
+    ):
+        assert _lines.sub_lines(pattern, replace, needs, text) == pattern.sub(replace, text)
+        for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            line_end = text.find("\n", match.end())
+            line = text[line_start : line_end if line_end >= 0 else len(text)]
+            assert any(n in line for n in needs), pattern.pattern

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ctxfold.messages import Message
 from ctxfold.messages.escapes import escape_controls
+from ctxfold.summarizers._lines import matches
 from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 from ctxfold.summarizers.quoting import code_span
 
@@ -291,9 +292,9 @@ _LINES: LineMemo[tuple[Identifier, ...]] = LineMemo(_scan_lines)
 def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     """Every identifier of `text` with where it starts, in order: one pass of each pattern."""
     hits: list[tuple[int, Identifier]] = []
-    for match in _matches(_ERROR_LINE, _ERROR_WORDS, text):
+    for match in matches(_ERROR_LINE, _ERROR_WORDS, text):
         hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
-    for match in _matches(_PROMPT_LINE, ("$",), text):
+    for match in matches(_PROMPT_LINE, ("$",), text):
         hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
     # Shorter patterns must not find pieces of longer ones (a path inside a URL, a hash inside a
     # UUID), so each claimed span hides what lies inside it from the patterns after it. Claimed
@@ -302,7 +303,7 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     starts: list[int] = []
     ends: list[int] = []
     for pattern, kind, accept, needs in _SPAN_PATTERNS:
-        for match in _matches(pattern, needs, text):
+        for match in matches(pattern, needs, text):
             start, end = match.span()
             before = bisect.bisect_left(starts, end)
             if before and ends[before - 1] > start:
@@ -316,57 +317,6 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
                 hits.append((start, Identifier(value, kind)))
     hits.sort(key=lambda hit: hit[0])
     return hits
-
-
-def _matches(
-    pattern: re.Pattern[str], needs: tuple[str, ...], text: str
-) -> Iterable[re.Match[str]]:
-    """The matches of `pattern` in `text`, in order, found by passing over only the lines that
-    hold one of `needs` (all of `text` when `needs` is empty).
-
-    Every match lies within one line and holds one of `needs` there, so the other lines cannot
-    hold one; `str.find` skips them at a fraction of the regex engine's cost per character. A
-    match found from a line's start is the one the whole text gives: the engine's lookbehinds
-    and word boundaries see the characters before ``pos``, and at ``endpos`` stands the newline
-    that ends the line, which no pattern takes and every boundary reads as the end of a text.
-    """
-    if needs:
-        needs = tuple(literal for literal in needs if literal in text)
-        if not needs:
-            return ()
-    if not needs or "\n" not in text:
-        return pattern.finditer(text)
-    return itertools.chain.from_iterable(
-        pattern.finditer(text, start, end) for start, end in _lines_holding(text, needs)
-    )
-
-
-def _lines_holding(text: str, needs: tuple[str, ...]) -> list[tuple[int, int]]:
-    """The spans of `text` made of whole lines (newlines left out at their ends) that cover
-    every line holding one of `needs`, in order; neighbouring such lines make one span."""
-    if len(needs) > 1:
-        hits = sorted(span for literal in needs for span in _lines_holding(text, (literal,)))
-        merged: list[tuple[int, int]] = []
-        for start, end in hits:
-            if merged and start <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-            else:
-                merged.append((start, end))
-        return merged
-    literal = needs[0]
-    spans: list[tuple[int, int]] = []
-    found = text.find(literal)
-    while found >= 0:
-        start = text.rfind("\n", 0, found) + 1
-        end = text.find("\n", found)
-        if end < 0:
-            end = len(text)
-        if spans and start <= spans[-1][1] + 1:
-            spans[-1] = (spans[-1][0], end)
-        else:
-            spans.append((start, end))
-        found = text.find(literal, end)
-    return spans
 
 
 def _url(value: str) -> str | None:
@@ -414,7 +364,7 @@ def _skip(value: str) -> str | None:
 
 
 # Each pattern with the literals one of which any match of it holds, on the match's line (none:
-# no such literal). A line holding none of them is not scanned with the pattern (`_matches`):
+# no such literal). A line holding none of them is not scanned with the pattern (`matches`):
 # `str.find` costs a fraction of a pass of the regex engine, and most lines lack most of these.
 _SPAN_PATTERNS: tuple[
     tuple[re.Pattern[str], Kind | None, Callable[[str], str | None], tuple[str, ...]], ...

@@ -30,6 +30,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ctxfold.messages import Message
+from ctxfold.summarizers._lines import sub_lines
 from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 
 Redactor = Callable[[str], str]
@@ -138,8 +139,9 @@ def _redact_whole(text: str) -> str:
         text = _URL_PASSWORD.sub(_url_password, text)
     if not text.isascii() or any(word in text.lower() for word in _AUTHORIZATION_WORDS):
         text = _AUTHORIZATION.sub(_authorization, text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = _FLAG.sub(_flag, text)
+    # Only the lines that can hold an assignment or a flag are passed over (`sub_lines`).
+    text = sub_lines(_ASSIGNMENT, _assignment, (":", "="), text)
+    text = sub_lines(_FLAG, _flag, ("-",), text)
     if ("mysql" in text or "mariadb" in text) and _MYSQL.search(text):
         text = "".join(_mysql_line(line) for line in text.splitlines(keepends=True))
     return text
