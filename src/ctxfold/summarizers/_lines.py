@@ -25,7 +25,10 @@ def matches(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> Iter
     and word boundaries see the characters before ``pos``, and at ``endpos`` stands the newline
     that ends the line, which no pattern takes and every boundary reads as the end of a text.
     """
-    if needs:
+    if len(needs) == 1:  # the most common case, and most texts scanned are a line or two
+        if needs[0] not in text:
+            return ()
+    elif needs:
         needs = tuple(literal for literal in needs if literal in text)
         if not needs:
             return ()
