@@ -79,6 +79,9 @@ _UNIX_PATH = re.compile(
     r"|(?<![\w/.~-])/[\w@+-][\w@+.-]*(?::\d+)?"
 )
 _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
+_EXTENSION = re.compile(r"\.[A-Za-z][\w]{0,7}$")
+_NUMBERS = re.compile(r"[\d_-]+")
+_NUMBERED = re.compile(r"\d+(?:[-_]\d+)*[A-Za-z]*")
 _TICKET = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
 _CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b")
 _ISSUE = re.compile(r"(?<![\w&#])#\d{1,7}\b")
@@ -331,7 +334,7 @@ def _path(value: str) -> str | None:
     if not parts or all(p.replace(".", "").replace("-", "").isdigit() for p in parts):
         return None  # dates and fractions such as 2024/05/15 or 1/2
     anchored = bare.startswith(("/", "./", "../", "~/"))
-    has_extension = re.search(r"\.[A-Za-z][\w]{0,7}$", parts[-1]) is not None
+    has_extension = _EXTENSION.search(parts[-1]) is not None
     if anchored and (len(parts) >= 2 or has_extension or value != bare):
         return value
     if len(parts) >= 3 or (len(parts) >= 2 and has_extension):
@@ -348,7 +351,7 @@ def _snake_id(value: str) -> str | None:
     value = value.rstrip("-_")
     if "_" not in value or not any(c.isdigit() for c in value) or len(value) < 5:
         return None
-    if re.fullmatch(r"[\d_-]+", value) or re.fullmatch(r"\d+(?:[-_]\d+)*[A-Za-z]*", value):
+    if _NUMBERS.fullmatch(value) or _NUMBERED.fullmatch(value):
         return None
     return value
 
