@@ -72,21 +72,27 @@ def sub_lines(
     replace: Callable[[re.Match[str]], str],
     needs: tuple[str, ...],
     text: str,
+    within: str | None = None,
 ) -> str:
-    """``pattern.sub(replace, text)``, passing over only the lines that hold one of `needs`.
+    """``pattern.sub(replace, text)``, passing over only the lines that hold one of `needs`:
+    the caller's promise is that on any other line `replace` gives back every match as it was.
 
-    A line's replacements never depend on the lines around it (the negative lookbehinds of the
-    patterns read a text's start as they read the newline before a line), so each run of such
-    lines is replaced on its own and the other lines are kept as they are.
+    `within`, when given, is where `needs` are looked for instead of `text`: a text as long as
+    `text`, with its newlines where `text` has them (``text.lower()`` of ASCII text), so that
+    a literal can be matched whatever its case. A line's replacements never depend on the
+    lines around it (the negative lookbehinds of the patterns read a text's start as they read
+    the newline before a line), so each run of such lines is replaced on its own and the other
+    lines are kept as they are.
     """
-    needs = tuple(literal for literal in needs if literal in text)
+    gate = text if within is None else within
+    needs = tuple(literal for literal in needs if literal in gate)
     if not needs:
         return text
     if "\n" not in text:
         return pattern.sub(replace, text)
     out: list[str] = []
     position = 0
-    for start, end in lines_holding(text, needs):
+    for start, end in lines_holding(gate, needs):
         out.append(text[position:start])
         out.append(pattern.sub(replace, text[start:end]))
         position = end
