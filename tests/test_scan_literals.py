@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxfold.summarizers import identifiers, redact
+from ctxfold.summarizers import _lines, identifiers, redact
 
 # Pieces that make the patterns match: the literals themselves, pieces of them, and the
 # characters around identifiers, so generated texts hold matches and near-misses alike.
@@ -30,7 +30,7 @@ _EXAMPLES = [
     "src/app/main.py", "main.py", "JIRA-123", "fixes #42", "user_42", "ValueError: bad value",
     "error: no such option", "FAILED tests/test_a.py::test_b", "ls: x: Permission denied",
     "$ make test", "Authorization: Bearer abcdef1234567890", "postgresql://app:S3cret-pw@db/x",
-    "mysql -phunter22 db",
+    "mysql -phunter22 db", "https://hooks.slack.com/services/T0001/B0001/abcdefghij0123",
 ]  # fmt: skip
 _TEXTS = st.lists(st.sampled_from(_PIECES + _EXAMPLES), max_size=24).map("".join)
 
@@ -54,9 +54,29 @@ def test_every_identifier_pattern_match_holds_one_of_its_literals(text: str) -> 
 def test_every_skipped_redaction_pass_would_have_found_nothing(text: str) -> None:
     """A redaction pass is skipped only where its pattern finds nothing."""
     assert _holds_literal(redact._URL_PASSWORD, ("://",), text)
+    assert _holds_literal(redact._SLACK_HOOK, ("hooks.slack.com/",), text)
     assert _holds_literal(redact._MYSQL, ("mysql", "mariadb"), text)
     if text.isascii():
         assert _holds_literal(redact._AUTHORIZATION, redact._AUTHORIZATION_WORDS, text.lower())
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from([*_PIECES, *_EXAMPLES, "\n", "\n\n"]), max_size=40).map("".join))
+def test_every_identifier_pattern_match_holds_one_of_its_literals_on_its_line(text: str) -> None:
+    """A line the scan skips for a pattern is one where the pattern finds nothing, and the scan
+    over the lines it keeps finds exactly what one pass over the whole text finds."""
+    patterns = [(p, needs) for p, _kind, _accept, needs in identifiers._SPAN_PATTERNS]
+    patterns += [(identifiers._ERROR_LINE, identifiers._ERROR_WORDS)]
+    patterns += [(identifiers._PROMPT_LINE, ("$",))]
+    for pattern, needs in patterns:
+        whole = [(m.span(), m.group(0)) for m in pattern.finditer(text)]
+        kept = [(m.span(), m.group(0)) for m in _lines.matches(pattern, needs, text)]
+        assert kept == whole, pattern.pattern
+        for (start, end), _found in whole:
+            line_start = text.rfind("\n", 0, start) + 1
+            line_end = text.find("\n", end)
+            line = text[line_start : line_end if line_end >= 0 else len(text)]
+            assert not needs or any(n in line for n in needs), pattern.pattern
 
 
 def test_the_literals_are_not_vacuous() -> None:
@@ -113,3 +133,52 @@ def test_redacting_line_by_line_gives_what_one_pass_over_the_text_gives(
     redact.redact_secrets("\n".join(text.split("\n")[:seen_before]))
     assert redact.redact_secrets(text) == redact._redact_whole(text)
     assert redact.redact_secrets(text) == redact._redact_whole(text)
+
+
+# Assignments and flags with and without secret values, on several lines.
+_ASSIGNED = st.lists(
+    st.sampled_from(
+        ["password=", "api_key: ", '"token": "', "--password ", "--api-key=", "-p", "hunter22",
+         "PASSWORD=", "API_KEY=", "ApiKey: ", "clientSecret=", "AUTH_TOKEN=", "db_pwd=",
+         "Credentials: ", "--Secret ", "passphrase:", "max_tokens=", "monkey=", "\u212aEY=",
+         "S3cr3t-pw!", "$TOKEN", "1.2.3", "x", " ", "\t", "\n", "\n", "-", ":", "=", "é"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED))
+def test_assignments_and_flags_redacted_line_by_line_as_over_the_whole_text(text: str) -> None:
+    """The assignment and flag passes, made over only the lines that can hold what they
+    replace (a secret's name, lowered, in ASCII text; else ``:``, ``=`` or ``-``), replace
+    exactly what a pass over the whole text replaces."""
+    for pattern, replace, needs in (
+        (redact._ASSIGNMENT, redact._assignment, (":", "=")),
+        (redact._FLAG, redact._flag, ("-",)),
+    ):
+        whole = pattern.sub(replace, text)
+        assert _lines.sub_lines(pattern, replace, needs, text) == whole
+        if text.isascii():
+            lowered = text.lower()
+            gated = _lines.sub_lines(pattern, replace, redact._SECRET_PARTS, text, lowered)
+            assert gated == whole
+        for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            line_end = text.find("\n", match.end())
+            line = text[line_start : line_end if line_end >= 0 else len(text)]
+            assert any(n in line for n in needs), pattern.pattern
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(["pass", "word", "api", "key", "Key", "_", "-", ".", "Secret",
+                                 "TOKEN", "auth", "client", "Pwd", "x", "\u212a", "ſ", "io"]),
+                max_size=8).map("".join))  # fmt: skip
+def test_every_secret_name_holds_a_secret_part(name: str) -> None:
+    """A name the redactor takes as naming a secret holds one of `_SECRET_PARTS` once
+    lowered (in ASCII), so a line without one has nothing the assignment or flag pass would
+    replace."""
+    if name.isascii() and redact._names_a_secret(name):
+        assert any(part in name.lower() for part in redact._SECRET_PARTS), name
+    for word in (*redact._SECRET_WORDS, *redact._SECRET_PAIRS):
+        assert any(part in word for part in redact._SECRET_PARTS), word

@@ -52,6 +52,7 @@ _PLAN = re.compile(
     re.IGNORECASE,
 )
 # The command at the start of a work line: "bash: `pytest -x` → ...".
+_LABEL = re.compile(r"^(?:THOUGHT|Thought|PLAN|Plan):\s*")
 _COMMAND_SPAN = re.compile(r"^\S+: (`+)( ?)(.+?)\2\1(?!`)")
 _FAILED_TEST = re.compile(r"^FAILED[ \t]+(\S+)", re.MULTILINE)
 _PASSED_TEST = re.compile(r"^(\S+::\S+)[ \t]+PASSED|^PASSED[ \t]+(\S+)", re.MULTILINE)
@@ -334,7 +335,7 @@ def _sentences(text: str) -> list[str]:
         piece = piece.strip()
         if piece.startswith("```") or len(piece) < 12 or _MARKUP.match(piece):
             continue
-        out.append(re.sub(r"^(?:THOUGHT|Thought|PLAN|Plan):\s*", "", piece))
+        out.append(_LABEL.sub("", piece))
     return out
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ctxfold.messages import Message
 from ctxfold.messages.escapes import escape_controls
+from ctxfold.summarizers._lines import matches
 from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 from ctxfold.summarizers.quoting import code_span
 
@@ -78,6 +79,9 @@ _UNIX_PATH = re.compile(
     r"|(?<![\w/.~-])/[\w@+-][\w@+.-]*(?::\d+)?"
 )
 _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
+_EXTENSION = re.compile(r"\.[A-Za-z][\w]{0,7}$")
+_NUMBERS = re.compile(r"[\d_-]+")
+_NUMBERED = re.compile(r"\d+(?:[-_]\d+)*[A-Za-z]*")
 _TICKET = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
 _CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b")
 _ISSUE = re.compile(r"(?<![\w&#])#\d{1,7}\b")
@@ -291,11 +295,10 @@ _LINES: LineMemo[tuple[Identifier, ...]] = LineMemo(_scan_lines)
 def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     """Every identifier of `text` with where it starts, in order: one pass of each pattern."""
     hits: list[tuple[int, Identifier]] = []
-    for match in _ERROR_LINE.finditer(text) if _may_hold_error(text) else ():
+    for match in matches(_ERROR_LINE, _ERROR_WORDS, text):
         hits.append((match.start(1), Identifier(short_error(match.group(1)), "error")))
-    if "$" in text:
-        for match in _PROMPT_LINE.finditer(text):
-            hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
+    for match in matches(_PROMPT_LINE, ("$",), text):
+        hits.append((match.start(1), Identifier(_first_line(match.group(1)), "command")))
     # Shorter patterns must not find pieces of longer ones (a path inside a URL, a hash inside a
     # UUID), so each claimed span hides what lies inside it from the patterns after it. Claimed
     # spans never overlap one another, so sorted by start their ends are sorted too: the one
@@ -303,9 +306,7 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     starts: list[int] = []
     ends: list[int] = []
     for pattern, kind, accept, needs in _SPAN_PATTERNS:
-        if needs and not any(literal in text for literal in needs):
-            continue  # the pattern cannot match: skip its pass over the text
-        for match in pattern.finditer(text):
+        for match in matches(pattern, needs, text):
             start, end = match.span()
             before = bisect.bisect_left(starts, end)
             if before and ends[before - 1] > start:
@@ -333,7 +334,7 @@ def _path(value: str) -> str | None:
     if not parts or all(p.replace(".", "").replace("-", "").isdigit() for p in parts):
         return None  # dates and fractions such as 2024/05/15 or 1/2
     anchored = bare.startswith(("/", "./", "../", "~/"))
-    has_extension = re.search(r"\.[A-Za-z][\w]{0,7}$", parts[-1]) is not None
+    has_extension = _EXTENSION.search(parts[-1]) is not None
     if anchored and (len(parts) >= 2 or has_extension or value != bare):
         return value
     if len(parts) >= 3 or (len(parts) >= 2 and has_extension):
@@ -350,7 +351,7 @@ def _snake_id(value: str) -> str | None:
     value = value.rstrip("-_")
     if "_" not in value or not any(c.isdigit() for c in value) or len(value) < 5:
         return None
-    if re.fullmatch(r"[\d_-]+", value) or re.fullmatch(r"\d+(?:[-_]\d+)*[A-Za-z]*", value):
+    if _NUMBERS.fullmatch(value) or _NUMBERED.fullmatch(value):
         return None
     return value
 
@@ -365,9 +366,9 @@ def _skip(value: str) -> str | None:
     return value
 
 
-# Each pattern with the literals one of which any match of it holds (none: no such literal).
-# A text holding none of them is not scanned with the pattern: `in` costs a fraction of a
-# pass of the regex engine, and most texts lack most of these.
+# Each pattern with the literals one of which any match of it holds, on the match's line (none:
+# no such literal). A line holding none of them is not scanned with the pattern (`matches`):
+# `str.find` costs a fraction of a pass of the regex engine, and most lines lack most of these.
 _SPAN_PATTERNS: tuple[
     tuple[re.Pattern[str], Kind | None, Callable[[str], str | None], tuple[str, ...]], ...
 ] = (

@@ -30,6 +30,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from ctxfold.messages import Message
+from ctxfold.summarizers._lines import sub_lines
 from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 
 Redactor = Callable[[str], str]
@@ -93,6 +94,9 @@ _SECRET_PAIRS = frozenset(
     {"apikey", "accesskey", "privatekey", "accountkey", "authkey", "secretkey", "signingkey",
      "masterkey", "encryptionkey", "clientkey", "sessionkey", "authtoken", "apitoken"}
 )  # fmt: skip
+_SECRET_PARTS = ("pass", "pwd", "secret", "token", "credential", "key")
+"""A piece of every word of `_SECRET_WORDS` and `_SECRET_PAIRS`: a name `_names_a_secret`
+accepts holds one of them, lowered."""
 _NUMBER = re.compile(r"[\d.,:+-]+")
 _CODE_NAME = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _NOT_SECRETS = frozenset({"none", "null", "nil", "true", "false", "undefined", "required"})
@@ -130,7 +134,8 @@ def _redact_whole(text: str) -> str:
     """`redact_secrets` as one sequence of passes over the whole of `text`."""
     text = _redact_key_blocks(text)
     text = _TOKEN.sub(REDACTED, text)
-    text = _SLACK_HOOK.sub(rf"\1{REDACTED}", text)
+    if "hooks.slack.com/" in text:
+        text = _SLACK_HOOK.sub(rf"\1{REDACTED}", text)
     # A pass is skipped where a literal every match holds is absent: `in` costs a fraction of
     # a pass of the regex engine. The case-insensitive words are looked for in lowered text
     # only when it is ASCII (elsewhere a letter such as "ſ" matches "s" without lowering to it).
@@ -138,8 +143,17 @@ def _redact_whole(text: str) -> str:
         text = _URL_PASSWORD.sub(_url_password, text)
     if not text.isascii() or any(word in text.lower() for word in _AUTHORIZATION_WORDS):
         text = _AUTHORIZATION.sub(_authorization, text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = _FLAG.sub(_flag, text)
+    # An assignment or a flag is redacted only under a name that says it is secret, and every
+    # such name holds one of `_SECRET_PARTS` once lowered: only the lines that do are passed
+    # over (`sub_lines`). Lowering keeps the places of ASCII characters only; other text is
+    # passed over wherever an assignment or a flag can stand.
+    if text.isascii():
+        lowered = text.lower()
+        text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, lowered)
+        text = sub_lines(_FLAG, _flag, _SECRET_PARTS, text, lowered)
+    else:
+        text = sub_lines(_ASSIGNMENT, _assignment, (":", "="), text)
+        text = sub_lines(_FLAG, _flag, ("-",), text)
     if ("mysql" in text or "mariadb" in text) and _MYSQL.search(text):
         text = "".join(_mysql_line(line) for line in text.splitlines(keepends=True))
     return text

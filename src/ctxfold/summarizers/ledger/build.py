@@ -66,6 +66,7 @@ _MOVE_KEYS = {
     "destination": "to", "dest": "to", "dst": "to", "new_path": "to", "to_path": "to",
 }  # fmt: skip
 _NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_EXTENSION = re.compile(r"\.\w{1,10}$")
 _TIMED_OUT = re.compile(r"\btimed out\b|\btimeout expired\b", re.IGNORECASE)
 _REJECTED = re.compile(r"^Your proposed edit has introduced new syntax error", re.MULTILINE)
 _LINT_LINE = re.compile(r"^- (E\d{3} .+)$", re.MULTILINE)
@@ -281,7 +282,7 @@ def _verb(words: set[str], path: str) -> OpKind | None:
         return "modify"
     if words & {"list", "ls", "glob", "find", "search", "grep", "tree", "dir", "directory"}:
         # Searched or listed places are scopes, not files read, unless they name one file.
-        return "read" if re.search(r"\.\w{1,10}$", path) else None
+        return "read" if _EXTENSION.search(path) else None
     return "read"
 
 

@@ -59,6 +59,8 @@ _PY_WRITE = re.compile(
 _PY_WRITE_TEXT = re.compile(
     r"""\bPath\(\s*(?P<q>['"])(?P<path>[^'"\n]+)(?P=q)\s*\)\s*\.\s*write_(?:text|bytes)\("""
 )
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_EXTENSION = re.compile(r"\.[A-Za-z0-9_]{1,10}$")
 _PY_REMOVE = re.compile(r"""\bos\.(?:remove|unlink)\(\s*(?P<q>['"])(?P<path>[^'"\n]+)(?P=q)""")
 _DIFF_OLD = re.compile(r"^--- (\S+)", re.MULTILINE)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$")
@@ -180,7 +182,7 @@ def _unwrap(words: list[str]) -> list[str]:
     i = 0
     while i < len(words):
         word = words[i]
-        if re.match(r"^[A-Za-z_]\w*=", word):
+        if _ASSIGNMENT.match(word):
             i += 1
         elif word in _WRAPPERS or word == "env":
             i += 1
@@ -459,7 +461,7 @@ def _pathlike(text: str) -> bool:
 
 
 def _has_extension(path: str) -> bool:
-    return re.search(r"\.[A-Za-z0-9_]{1,10}$", posixpath.basename(path.rstrip("/"))) is not None
+    return _EXTENSION.search(posixpath.basename(path.rstrip("/"))) is not None
 
 
 def _clean(path: str) -> str:

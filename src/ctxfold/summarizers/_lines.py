@@ -1,0 +1,100 @@
+"""Line-local regex passes over only the lines that can hold a match.
+
+Most of the identifier and secret patterns need a literal on the line of every match (a path a
+``/``, an assignment a ``:`` or ``=``), and most lines of a transcript lack most of these.
+`str.find` finds the lines that hold one at a fraction of the regex engine's cost per
+character, so a pass over those lines alone finds what a pass over the whole text finds, for
+less. Every pattern passed here must match within one line (never take a newline) and hold one
+of its literals on that line; the tests hold each pattern to that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable
+
+
+def matches(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> Iterable[re.Match[str]]:
+    """The matches of `pattern` in `text`, in order, found by passing over only the lines that
+    hold one of `needs` (all of `text` when `needs` is empty).
+
+    Every match lies within one line and holds one of `needs` there, so the other lines cannot
+    hold one; `str.find` skips them at a fraction of the regex engine's cost per character. A
+    match found from a line's start is the one the whole text gives: the engine's lookbehinds
+    and word boundaries see the characters before ``pos``, and at ``endpos`` stands the newline
+    that ends the line, which no pattern takes and every boundary reads as the end of a text.
+    """
+    if len(needs) == 1:  # the most common case, and most texts scanned are a line or two
+        if needs[0] not in text:
+            return ()
+    elif needs:
+        needs = tuple(literal for literal in needs if literal in text)
+        if not needs:
+            return ()
+    if not needs or "\n" not in text:
+        return pattern.finditer(text)
+    return itertools.chain.from_iterable(
+        pattern.finditer(text, start, end) for start, end in lines_holding(text, needs)
+    )
+
+
+def lines_holding(text: str, needs: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The spans of `text` made of whole lines (newlines left out at their ends) that cover
+    every line holding one of `needs`, in order; neighbouring such lines make one span."""
+    if len(needs) > 1:
+        hits = sorted(span for literal in needs for span in lines_holding(text, (literal,)))
+        merged: list[tuple[int, int]] = []
+        for start, end in hits:
+            if merged and start <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
+    literal = needs[0]
+    spans: list[tuple[int, int]] = []
+    found = text.find(literal)
+    while found >= 0:
+        start = text.rfind("\n", 0, found) + 1
+        end = text.find("\n", found)
+        if end < 0:
+            end = len(text)
+        if spans and start <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+        found = text.find(literal, end)
+    return spans
+
+
+def sub_lines(
+    pattern: re.Pattern[str],
+    replace: Callable[[re.Match[str]], str],
+    needs: tuple[str, ...],
+    text: str,
+    within: str | None = None,
+) -> str:
+    """``pattern.sub(replace, text)``, passing over only the lines that hold one of `needs`:
+    the caller's promise is that on any other line `replace` gives back every match as it was.
+
+    `within`, when given, is where `needs` are looked for instead of `text`: a text as long as
+    `text`, with its newlines where `text` has them (``text.lower()`` of ASCII text), so that
+    a literal can be matched whatever its case. A line's replacements never depend on the
+    lines around it (the negative lookbehinds of the patterns read a text's start as they read
+    the newline before a line), so each run of such lines is replaced on its own and the other
+    lines are kept as they are.
+    """
+    gate = text if within is None else within
+    needs = tuple(literal for literal in needs if literal in gate)
+    if not needs:
+        return text
+    if "\n" not in text:
+        return pattern.sub(replace, text)
+    out: list[str] = []
+    position = 0
+    for start, end in lines_holding(gate, needs):
+        out.append(text[position:start])
+        out.append(pattern.sub(replace, text[start:end]))
+        position = end
+    out.append(text[position:])
+    return "".join(out)
