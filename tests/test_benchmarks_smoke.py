@@ -121,6 +121,24 @@ def test_turn_has_a_row_per_size_with_ratios_of_its_own_medians(
         )
 
 
+def test_turn_recounts_with_a_counter_that_remembers_nothing() -> None:
+    """The exact recount peer counts with a counter of the same encoding that keeps no memo of
+    long texts, so its figure is a recount through the tokenizer, not lookups."""
+    if not _installed("bpe_openai"):
+        pytest.skip("the exact extra is not installed")
+    from ctxfold.tokens import TiktokenCounter
+
+    turn = _import("benchmarks.bench_turn")
+    session_counter = TiktokenCounter("o200k_base")
+    peer = turn.recounter(session_counter)
+    assert isinstance(peer, TiktokenCounter) and peer is not session_counter
+    assert (peer.encoding_name, peer.engine, peer.remember_chars) == (
+        "o200k_base",
+        session_counter.engine,
+        0,
+    )
+
+
 def test_turn_measures_langchain_when_it_is_installed(results: dict[str, dict[str, Any]]) -> None:
     """With langchain-core installed (the `bench` extra), its trim_messages column holds a
     figure at every quick size."""

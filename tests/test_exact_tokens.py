@@ -190,3 +190,71 @@ def test_model_name_falls_back_to_the_heuristic_without_the_extra(
     """A model name without the exact extra gives the heuristic rather than an error."""
     monkeypatch.setitem(sys.modules, "bpe_openai", None)
     assert counter("gpt-4o").name.startswith("heuristic")
+
+
+def test_a_long_text_counted_again_is_not_tokenized_again() -> None:
+    """A text of `LONG_TEXT_CHARS` or more (a tool output counted on append and again by a
+    compaction) goes through the tokenizer once per counter, and keeps its exact count; a short
+    one is counted every time."""
+    from ctxfold.tokens import exact
+
+    ours = TiktokenCounter("o200k_base")
+    tokenized: list[str] = []
+    fast = ours._fast
+
+    def recording(text: str) -> int:
+        tokenized.append(text)
+        return fast(text)
+
+    ours._fast = recording
+    long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
+    short = "hello world"
+    expected = len(tiktoken.get_encoding("o200k_base").encode_ordinary(long))
+    assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
+    assert [ours.count_text(short) for _ in range(3)] == [2] * 3
+    assert tokenized == [long, short, short, short]
+
+
+def test_a_counter_remembers_a_bounded_number_of_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The remembered counts stay within `REMEMBERED_CHARS` characters, the oldest going first;
+    a forgotten text is counted again, to the same count."""
+    from ctxfold.tokens import exact
+
+    monkeypatch.setattr(exact, "REMEMBERED_CHARS", 3 * exact.LONG_TEXT_CHARS)
+    ours = TiktokenCounter("o200k_base")
+    tokenized: list[str] = []
+    fast = ours._fast
+
+    def recording(text: str) -> int:
+        tokenized.append(text)
+        return fast(text)
+
+    ours._fast = recording
+    texts = [f"{i} " + "x" * exact.LONG_TEXT_CHARS for i in range(5)]
+    first = [ours.count_text(text) for text in texts]
+    assert ours._long_chars <= exact.REMEMBERED_CHARS
+    assert [ours.count_text(text) for text in texts[-2:]] == first[-2:]
+    assert ours.count_text(texts[0]) == first[0]
+    assert tokenized == [*texts, texts[0]]
+
+
+def test_a_counter_told_to_remember_nothing_tokenizes_every_time() -> None:
+    """``remember_chars=0`` gives a counter whose every count goes through the tokenizer (what a
+    benchmark's recount must time), with the same counts."""
+    from ctxfold.tokens import exact
+
+    ours = TiktokenCounter("o200k_base", remember_chars=0)
+    tokenized: list[str] = []
+    fast = ours._fast
+
+    def recording(text: str) -> int:
+        tokenized.append(text)
+        return fast(text)
+
+    ours._fast = recording
+    long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
+    expected = TiktokenCounter("o200k_base").count_text(long)
+    assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
+    assert tokenized == [long] * 3

@@ -95,10 +95,16 @@ _SPECS: dict[str, _Spec] = {
 }
 
 ENCODINGS: tuple[str, ...] = tuple(_SPECS)
+"""The encodings `TiktokenCounter` can load offline."""
 
 _MAX_ROLES = 16
 """Role strings whose counts a counter keeps (a role from a strange source is still counted)."""
-"""The encodings `TiktokenCounter` can load offline."""
+LONG_TEXT_CHARS = 256
+"""Texts of at least this many characters have their counts remembered by the counter that made
+them: a tool output is counted when it is appended and again when a compaction reads it, and
+hashing it once costs far less than a tokenizer pass. Shorter texts are counted every time."""
+REMEMBERED_CHARS = 8_000_000
+"""How many characters of long texts a counter remembers counts for (the oldest go first)."""
 
 _loaded: dict[str, Any] = {}
 _load_lock = threading.Lock()
@@ -197,6 +203,7 @@ class TiktokenCounter:
         *,
         approximation_for: str | None = None,
         engine: Literal["auto", "tiktoken"] = "auto",
+        remember_chars: int | None = None,
     ):
         self.encoding_name = encoding
         _available(encoding)  # the errors `load_encoding` raises, without building anything
@@ -222,6 +229,13 @@ class TiktokenCounter:
         # Every message encodes its role, one of a handful of short strings: their counts are
         # kept rather than encoded again (a quarter of the tokenizer calls of a replay).
         self._roles: dict[str, int] = {}
+        self.remember_chars = REMEMBERED_CHARS if remember_chars is None else remember_chars
+        """Characters of long texts whose counts this counter remembers (`REMEMBERED_CHARS`
+        unless given); 0 remembers none, so that every count goes through the tokenizer (a
+        benchmark's recount that must measure counting, not lookups)."""
+        self._long: dict[str, int] = {}
+        self._long_chars = 0
+        self._long_lock = threading.Lock()
 
     @property
     def encoding(self) -> Any:
@@ -231,12 +245,32 @@ class TiktokenCounter:
         return self._encoding
 
     def count_text(self, text: str) -> int:
-        """Tokens of a bare string."""
+        """Tokens of a bare string (remembered for a long one: see `LONG_TEXT_CHARS`)."""
+        long = len(text) >= LONG_TEXT_CHARS
+        if long:
+            known = self._long.get(text)
+            if known is not None:
+                return known
         try:
-            return self._fast(text)
+            tokens = self._fast(text)
         except UnicodeEncodeError:
             # A lone surrogate is not UTF-8, which the Rust tokenizer takes; tiktoken replaces it.
-            return self._encode_count(text)
+            tokens = self._encode_count(text)
+        if long and len(text) <= self.remember_chars:
+            self._remember(text, tokens)
+        return tokens
+
+    def _remember(self, text: str, tokens: int) -> None:
+        # Compactors may count in several threads: eviction walks the dict under one lock.
+        with self._long_lock:
+            if text in self._long:
+                return
+            self._long[text] = tokens
+            self._long_chars += len(text)
+            while self._long_chars > self.remember_chars:
+                oldest = next(iter(self._long))
+                self._long_chars -= len(oldest)
+                del self._long[oldest]
 
     def _encode_count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
