@@ -226,3 +226,19 @@ def test_counter_without_line_additivity_is_counted_whole() -> None:
     heuristic = counter("heuristic")
     text = "## Work\n- a\n- bb\n- ccc\n"
     assert TextCounts(heuristic).lines(text) == heuristic.count_text(text)
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize("path", transcript_params())
+def test_a_message_counted_from_remembered_line_counts_is_counted_exactly(
+    path: Path, counters: dict[str, tuple[TiktokenCounter, TiktokenCounter]]
+) -> None:
+    """`count_message_with` and a memo of line counts (how a compaction counts the summary it
+    applies) give every message of a real run the count `count_message` gives it with tiktoken
+    alone, tool calls included."""
+    fast, slow = counters["o200k_base"]
+    lines = TextCounts(fast).lines
+    messages = read_jsonl(path)
+    assert [fast.count_message_with(m, lines) for m in messages] == [
+        slow.count_message(m) for m in messages
+    ]

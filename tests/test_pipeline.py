@@ -23,6 +23,7 @@ from ctxfold.pipeline import (
     Accounts,
     ClearToolResults,
     Pipeline,
+    Replace,
     Rules,
     SlidingWindow,
     Strategy,
@@ -501,3 +502,37 @@ def test_pipeline_refuses_objects_that_are_not_strategies() -> None:
     """A Pipeline only takes objects with a name and a run(view) method, and says which one."""
     with pytest.raises(TypeError, match="not a Strategy"):
         Pipeline([ClearToolResults(), object()])  # type: ignore[list-item]
+
+
+def test_a_summary_applied_is_counted_from_the_lines_its_summarizer_weighed() -> None:
+    """Applying a summary whose lines the run weighed before (its summarizer fitted it line by
+    line) tokenizes only the lines nobody weighed (the frame), and counts the summary exactly as
+    the counter counts the message."""
+    from ctxfold.tokens import TiktokenCounter
+    from ctxfold.tokens.tally import TextCounts
+
+    pytest.importorskip("bpe_openai")
+    exact = TiktokenCounter("o200k_base")
+    messages = agent_history(turns=4, steps=2)
+    snapshot = Snapshot.of_messages(messages, exact)
+    text_counts = TextCounts(exact)
+    rules = Rules(exact, keep_user_tokens=0, count_text=text_counts)
+    view = WorkingView(snapshot, 10, rules)
+    summary = "\n".join(f"- step {i}: edited src/mod{i}.py and ran pytest -q" for i in range(40))
+    text_counts.lines(summary)  # the summarizer's last weighing of its draft
+    framed = Message("user", frame_summary(summary, "user"))
+    tokenized: list[str] = []
+    fast = exact._fast
+
+    def recording(text: str) -> int:
+        tokenized.append(text)
+        return fast(text)
+
+    exact._fast = recording  # type: ignore[method-assign]
+    cuts = sorted(view.structure().cuts)
+    start, end = cuts[1], cuts[-2]
+    before = view.total - view.tokens(start, end)
+    assert view.apply(Replace(start, end, framed, "summary", protected=frozenset()), "test")
+    assert not any("step 7: edited" in text for text in tokenized), tokenized
+    exact._fast = fast  # type: ignore[method-assign]
+    assert view.total == before + TiktokenCounter("o200k_base").count_message(framed)

@@ -123,6 +123,27 @@ class WorkingView:
         self._counted[key] = (extra, tokens)  # holding `extra` keeps its id from being reused
         return tokens
 
+    def count_written(self, message: Message) -> int:
+        """`count` of a message the run wrote from lines it weighed before (a summary: its
+        summarizer weighed each draft from its lines' counts as it fitted it to its budget).
+
+        When the counter can count a message from the caller's text counts
+        (`TiktokenCounter.count_message_with`) and the run's text counts add up over lines
+        (`TextCounts.lines`), the message's text is counted from the remembered counts of its
+        lines, so only lines nobody weighed (the frame, restored identifiers) go through the
+        tokenizer; else `count`. The same number either way."""
+        lines = getattr(self.rules.count_text, "lines", None)
+        with_counts = getattr(self.rules.counter, "count_message_with", None)
+        if lines is None or with_counts is None or message.extra or message.tool_calls:
+            return self.count(message)
+        key = (message.role, message.content, message.name, message.tool_call_id, id(None))
+        found = self._counted.get(key)
+        if found is not None and found[0] is None:
+            return found[1]
+        tokens: int = with_counts(message, lines)
+        self._counted[key] = (None, tokens)
+        return tokens
+
     def count_text(self, text: str) -> int:
         """Tokens of a text, in the run's counter units; remembered for the run, since the
         ledger's lines and sections are weighed again round after round."""
@@ -309,7 +330,7 @@ class WorkingView:
         item = Item(
             self.next_seq, edit.message, edit.kind, replaced[0].key, covers, None, held, edit.ledger
         )
-        new_tokens = self.count(edit.message)
+        new_tokens = self.count_written(edit.message)
         old_tokens = self.tokens(start, end)
         if new_tokens >= old_tokens:
             return False

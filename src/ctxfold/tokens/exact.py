@@ -284,10 +284,18 @@ class TiktokenCounter:
         Images, documents and audio cost what their provider bills
         (`ctxfold.tokens.attachments`), never the characters of their data.
         """
-        count = self.count_text
+        return self.count_message_with(message, self.count_text)
+
+    def count_message_with(self, message: Message, count_text: Callable[[str], int]) -> int:
+        """`count_message`, with the message's content, name, tool_call_id and tool calls
+        counted by `count_text`, which must give this counter's count of any text: a memo of
+        counts made before (`ctxfold.tokens.tally.TextCounts`, or its ``lines`` for a text
+        made mostly of lines counted before, such as a summary its summarizer fitted line by
+        line). The same number as `count_message`, from counts the caller already has."""
+        count = count_text
         role = self._roles.get(message.role)
         if role is None:
-            role = count(message.role)
+            role = self.count_text(message.role)
             if len(self._roles) < _MAX_ROLES:
                 self._roles[message.role] = role
         tokens = MESSAGE_OVERHEAD + role
