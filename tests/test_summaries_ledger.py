@@ -370,3 +370,34 @@ def test_a_recorded_ledger_read_back_from_a_stored_copy_is_the_ledger_it_was_mad
     read = _recorded(changed)
     assert read is not ledger and read == from_data(changed)
     assert read.commands[0].text == "a different command"
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize("path", transcript_params())
+def test_summaries_and_ledger_sections_are_weighed_from_their_lines(path: Path) -> None:
+    """Replaying a real run at 16k with the exact counter, the tokenizer is never handed a
+    summary or a work ledger section whole: each is made of lines the compaction weighed as it
+    wrote them, and is weighed again (applied, moved, shrunk, compared) from those lines' counts,
+    so only lines nobody weighed go through the tokenizer."""
+    pytest.importorskip("bpe_openai")
+    from ctxfold.summarizers.redact import redact_secrets
+    from ctxfold.tokens import TiktokenCounter
+
+    exact = TiktokenCounter("o200k_base")
+    tokenized: list[str] = []
+    fast = exact._fast
+
+    def recording(text: str) -> int:
+        tokenized.append(text)
+        return fast(text)
+
+    exact._fast = recording  # type: ignore[method-assign]
+    session = MemoryStore().session("replay", counter=exact)
+    compactor = Compactor(Budget(window=16_000), counter=exact, redact=redact_secrets)
+    result = replay(session, read_jsonl(path), compactor, counter=exact, fidelity=False)
+    exact._fast = fast  # type: ignore[method-assign]
+    if not result.compactions:
+        pytest.skip(f"{path.stem}: no compaction at 16k")
+    final = {m.text for m in session.messages()}  # counted whole once more by the replay's end
+    whole = [t for t in tokenized if t not in final and "## Work ledger" in t and t.count("\n") > 1]
+    assert not whole, [t[:80] for t in whole]

@@ -181,11 +181,14 @@ def ledger_part(
         whole = bool(section)
         current = holder(view, (start, end))
         if section and current is not None and not complete(section):
-            held = view.count_text(section_of(view.items[current].message.text))
-            if view.count_text(section) < held:
+            # A section of an applied summary: lines weighed when it was written.
+            held = view.count_lines(section_of(view.items[current].message.text))
+            if view.count_lines(section) < held:
                 section = ledger_section(view, ledger, cap, after=end, continued=True)
                 whole = False
-    left = room - (view.count_text(section) + 2 if section else 0)
+    # A section rendered from entry lines weighed one by one (a continued one under another
+    # heading): counted from those lines.
+    left = room - (view.count_lines(section) + 2 if section else 0)
     if section and left // 2 < MIN_TEXT_TOKENS:
         section, left, whole = "", room, False
     return LedgerPart(ledger_data(ledger), section, max(1, min(budget, left // 2)), whole)
@@ -264,7 +267,7 @@ def shrink_ledger(view: WorkingView, excess: int) -> Replace | None:
     text = item.message.text
     body = strip_ledger(text)
     section = text[len(body) :].strip()
-    cap = view.count_text(section) - excess - 8
+    cap = view.count_lines(section) - excess - 8  # lines weighed when the section was rendered
     if cap < MIN_LEDGER_TOKENS:
         return None
     smaller = ledger_section(view, ledger_through(view, index + 1), cap)
@@ -310,7 +313,8 @@ def _keep_identifiers(view: WorkingView, index: int, text: str) -> str:
     gone = [i for i in item.identifiers if i not in text and i not in elsewhere]
     if not gone:
         return text  # nothing to quote back: no need to weigh what the section gave up
-    room = (view.count_text(item.message.text) - view.count_text(text)) // 3
+    # Both are mostly lines weighed when the summary was written and its section rendered.
+    room = (view.count_lines(item.message.text) - view.count_lines(text)) // 3
     if room <= 0:
         return text
     return verify(text, gone, room, view.count_text).text
