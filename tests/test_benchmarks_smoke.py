@@ -113,11 +113,13 @@ def test_turn_has_a_row_per_size_with_ratios_of_its_own_medians(
     for r in rows:
         for name in ("ctxfold memory µs", "ctxfold SQLite µs", "exact recount µs"):
             assert _number(r[name]) and r[name] > 0, (name, r)
+        # A ratio cell is rounded to one decimal: up to 0.05 off, whatever its size (0.47 is
+        # shown as 0.5 when a quick recount beats SQLite's disk waits).
         assert r["recount / memory"] == pytest.approx(
-            r["exact recount µs"] / r["ctxfold memory µs"], rel=0.06
+            r["exact recount µs"] / r["ctxfold memory µs"], rel=0.06, abs=0.05
         )
         assert r["recount / SQLite"] == pytest.approx(
-            r["exact recount µs"] / r["ctxfold SQLite µs"], rel=0.06
+            r["exact recount µs"] / r["ctxfold SQLite µs"], rel=0.06, abs=0.05
         )
 
 
