@@ -5,10 +5,7 @@ What an agent loop calls after every message: `Session.append(message)` and then
 SQLite file (`SQLiteStore`, its default durability), at each history size, against:
 
 - an exact recount: the history kept as a list and `count_messages` run over all of it after the
-  append, the naive way to know the size of the next request, with a counter of the same
-  encoding that remembers no counts (ctxfold's exact counter remembers the counts of long texts,
-  and the history here cycles through a pool of messages, so a recount with the session's own
-  counter would time lookups, not counting);
+  append, with the same counter, the naive way to know the size of the next request;
 - langchain-core's way to stay under a budget, when it is installed (the `bench` extra):
   `trim_messages(history, max_tokens=..., token_counter=count_tokens_approximately,
   strategy="last")` after every append, which counts the history again each turn.
@@ -88,9 +85,13 @@ def _ctxfold_turns(
     return timed_ops(turn, new, budget_s)
 
 
-def recounter(counter: TokenCounter) -> TokenCounter:
-    """A counter that counts as `counter` does and remembers nothing: a naive recount pays the
-    tokenizer for every message every turn, as an application calling tiktoken would."""
+def forgetful(counter: TokenCounter) -> TokenCounter:
+    """A counter that counts as `counter` does and remembers no counts of long texts.
+
+    The history and the appended messages cycle through a pool, so the same long texts come
+    back again and again. ctxfold's exact counter remembers the counts of long texts: with it,
+    the recount would time lookups instead of a recount, and ctxfold's own append would look up
+    what an agent's new message (new text) makes it count. Every column counts with this one."""
     if isinstance(counter, TiktokenCounter):
         engine = "tiktoken" if counter.engine == "tiktoken" else "auto"
         return TiktokenCounter(counter.encoding_name, engine=engine, remember_chars=0)
@@ -100,7 +101,6 @@ def recounter(counter: TokenCounter) -> TokenCounter:
 def _recount_turns(
     history: Sequence[Message], new: Sequence[Message], counter: TokenCounter, budget_s: float
 ) -> list[float]:
-    counter = recounter(counter)
     kept = list(history)
 
     def turn(message: Message) -> None:
@@ -182,7 +182,7 @@ def _row(
 def run(quick: bool = False) -> dict[str, Any]:
     """Median microseconds of one turn (append + budget check) per history size and store."""
     messages, source = pool()
-    counter = make_counter("auto")
+    counter = forgetful(make_counter("auto"))
     budget = Budget.for_model(MODEL)
     sizes = QUICK_SIZES if quick else FULL_SIZES
     with tempfile.TemporaryDirectory() as folder:
@@ -195,15 +195,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             f"History and appended messages cycle through {source}; every turn appends a new "
             "message, so the history grows by one per sample.",
             "ctxfold: `session.append(message)` then `compactor.should_compact(session)`, with "
-            f"Compactor(Budget.for_model({MODEL!r}), counter=counter('auto')) ({counter.name}). "
+            f"Compactor(Budget.for_model({MODEL!r}), counter=counter('auto')) ({counter.name}), "
+            "the counter told to remember no counts of long texts (`remember_chars=0`): the "
+            "messages cycle through a pool, and remembered counts would make both ctxfold's "
+            "append and the recount look up what new messages make them count. "
             "The session was filled and checked once before timing (setup); a cold start is "
             "measured in its own table. SQLite: a SQLiteStore file with its default durability, "
             "so each append waits for the disk.",
             "Exact recount: `count_messages(counter, history)` over a plain list after appending, "
-            f"with a {counter.name} counter that remembers no counts "
-            "(`TiktokenCounter(remember_chars=0)`): the session's own counter remembers the "
-            "counts of long texts, and the history cycles through a pool of messages, so "
-            "recounting with it would time lookups, not a recount.",
+            f"with the same {counter.name} counter.",
             "langchain: `trim_messages(history, max_tokens=budget.trigger_tokens "
             f"({budget.trigger_tokens:,}), token_counter=count_tokens_approximately, "
             "strategy='last', include_system=True, start_on='human')` on langchain-core "

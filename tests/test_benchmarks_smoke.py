@@ -123,16 +123,17 @@ def test_turn_has_a_row_per_size_with_ratios_of_its_own_medians(
         )
 
 
-def test_turn_recounts_with_a_counter_that_remembers_nothing() -> None:
-    """The exact recount peer counts with a counter of the same encoding that keeps no memo of
-    long texts, so its figure is a recount through the tokenizer, not lookups."""
+def test_turn_counts_with_a_counter_that_remembers_nothing() -> None:
+    """ctxfold and the exact recount count with a counter of the same encoding that keeps no
+    memo of long texts: the turn's messages cycle through a pool, and a memo would turn both
+    sides' counting into lookups."""
     if not _installed("bpe_openai"):
         pytest.skip("the exact extra is not installed")
     from ctxfold.tokens import TiktokenCounter
 
     turn = _import("benchmarks.bench_turn")
     session_counter = TiktokenCounter("o200k_base")
-    peer = turn.recounter(session_counter)
+    peer = turn.forgetful(session_counter)
     assert isinstance(peer, TiktokenCounter) and peer is not session_counter
     assert (peer.encoding_name, peer.engine, peer.remember_chars) == (
         "o200k_base",
