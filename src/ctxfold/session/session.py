@@ -123,8 +123,14 @@ class Session:
         the first try stored, and the projection holds them once (`session-append-idempotent`).
         An edit whose first try landed is recognised too, though its check now fails.
         """
-        items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
-        batch, known, others = _as_events(items_list)
+        if type(items) is Message:
+            # One message, the common append (a replay makes one per message): no batch loop.
+            event, message = _message_event(0, items)
+            items_list: list[Message | NewEvent] = [items]
+            batch, known, others = [event], [message], 0
+        else:
+            items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
+            batch, known, others = _as_events(items_list)
         if not batch:
             return []
         with self._lock:
@@ -194,25 +200,21 @@ class Session:
         # from the text the store wrote (`written`, when it says), rather than encoded again.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
             state = self._state
-            if (
-                known is not None
-                and len(stored) > 1
-                and len(known) == len(stored)
-                and all(message is not None for message in known)
-            ):
-                # Only messages the caller holds (the common append): folded in one go.
+            if known is None or len(known) != len(stored):
+                known = [None] * len(stored)
+            if len(known) == 1 and known[0] is not None:
+                # One message the caller holds: the common append, and a replay's every one.
+                state.fold_message(stored[0].seq, known[0])
+            elif all(message is not None for message in known):
+                # Only messages the caller holds: folded in one go.
                 state.fold_messages(stored[0].seq, cast("list[Message]", known))
-            elif known is not None and len(known) == len(stored):
+            else:
                 texts = written if written is not None and len(written) == len(stored) else None
                 for index, (event, message) in enumerate(zip(stored, known, strict=True)):
                     if message is not None:
                         state.fold_message(event.seq, message)
                     else:
                         state.fold(_private(event, texts[index].data if texts else None))
-            else:
-                texts = written if written is not None and len(written) == len(stored) else None
-                for index, event in enumerate(stored):
-                    state.fold(_private(event, texts[index].data if texts else None))
             # Caught up still, when the only append the store saw since the last look is this
             # one: then the next look need not read the log.
             mark = self.store.change_mark()
