@@ -359,9 +359,11 @@ class _Sizes:
         """`message` was appended as `stored`: its projected copy has the tally's count."""
         if self.session is None or not stored:
             return
-        tokens = self.session.tally(self.counter).count(stored[0].seq)
+        # Not fresh: the append just folded `message` in, and another writer's later events
+        # must not stand in for it; no look at the store is needed.
+        tokens = self.session.tally(self.counter, fresh=False).count(stored[0].seq)
         self.cache[id(message)] = (message, tokens)
-        projected = self.session.items()[-1].message
+        projected = self.session.items(fresh=False)[-1].message
         self.cache[id(projected)] = (projected, tokens)
 
     def request(self, previous: Sequence[Message], projected: Sequence[Message]) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
-from ctxfold.storage.checks import decode_data, encode_data
+from ctxfold.storage.checks import EncodedEvent, decode_data, encode_data
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -123,8 +123,14 @@ class Session:
         the first try stored, and the projection holds them once (`session-append-idempotent`).
         An edit whose first try landed is recognised too, though its check now fails.
         """
-        items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
-        batch, known, others = _as_events(items_list)
+        if type(items) is Message:
+            # One message, the common append (a replay makes one per message): no batch loop.
+            event, message = _message_event(0, items)
+            items_list: list[Message | NewEvent] = [items]
+            batch, known, others = [event], [message], 0
+        else:
+            items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
+            batch, known, others = _as_events(items_list)
         if not batch:
             return []
         with self._lock:
@@ -148,13 +154,24 @@ class Session:
                 for item, event in zip(items_list, batch, strict=True):
                     if not isinstance(item, Message):
                         self._state.projection.check(event)
-            # The key goes only when given: a store wrapper written before keys existed (an
-            # `append` without the keyword) keeps working for unkeyed appends.
-            keyed = {} if idempotency_key is None else {"idempotency_key": idempotency_key}
-            stored = self.store.append(self.id, batch, expected_seq=expected_seq, **keyed)
-            self._catch_up(stored, known)
+            stored, written = self._write(batch, expected_seq, idempotency_key)
+            self._catch_up(stored, known, written)
             self._keep_checkpoint(stored, reshaped=None if others else False)
             return stored
+
+    def _write(
+        self, batch: list[NewEvent], expected_seq: int | None, key: str | None
+    ) -> tuple[list[Event], list[EncodedEvent] | None]:
+        """`store.append` of `batch`, and the events as the store encoded them when it can say
+        (`StoreBase._append`): a store whose `append` is wrapped (a subclass or an instance
+        that replaces it) is asked through that wrapper, and says nothing more."""
+        store = self.store
+        if getattr(store.append, "__func__", None) is StoreBase.append:
+            return store._append(self.id, batch, expected_seq, key)
+        # The key goes only when given: a store wrapper written before keys existed (an
+        # `append` without the keyword) keeps working for unkeyed appends.
+        keyed = {} if key is None else {"idempotency_key": key}
+        return store.append(self.id, batch, expected_seq=expected_seq, **keyed), None
 
     def _landed_before(self, batch: list[NewEvent], key: str | None) -> list[Event] | None:
         """The events a first try with `key` stored, when an edit retried with it no longer
@@ -169,33 +186,35 @@ class Session:
             return None
 
     def _catch_up(
-        self, stored: Sequence[Event], known: Sequence[Message | None] | None = None
+        self,
+        stored: Sequence[Event],
+        known: Sequence[Message | None] | None = None,
+        written: Sequence[EncodedEvent] | None = None,
     ) -> None:
         # When nobody else wrote in between, the events just stored are the next ones to fold:
         # fold them directly instead of reading them back from the store, with the Message
         # values the caller appended where their stored data gives them back equal (`known`,
         # None elsewhere), so a message is not decoded again right after it was encoded.
         # Any other event is folded from a copy of its data: the events go back to the caller,
-        # who may change them, and the view must not change with them.
+        # who may change them, and the view must not change with them. That copy is decoded
+        # from the text the store wrote (`written`, when it says), rather than encoded again.
         if stored and stored[0].seq == self._state.projection.last_seq + 1:
             state = self._state
-            if (
-                known is not None
-                and len(stored) > 1
-                and len(known) == len(stored)
-                and all(message is not None for message in known)
-            ):
-                # Only messages the caller holds (the common append): folded in one go.
+            if known is None or len(known) != len(stored):
+                known = [None] * len(stored)
+            if len(known) == 1 and known[0] is not None:
+                # One message the caller holds: the common append, and a replay's every one.
+                state.fold_message(stored[0].seq, known[0])
+            elif all(message is not None for message in known):
+                # Only messages the caller holds: folded in one go.
                 state.fold_messages(stored[0].seq, cast("list[Message]", known))
-            elif known is not None and len(known) == len(stored):
-                for event, message in zip(stored, known, strict=True):
+            else:
+                texts = written if written is not None and len(written) == len(stored) else None
+                for index, (event, message) in enumerate(zip(stored, known, strict=True)):
                     if message is not None:
                         state.fold_message(event.seq, message)
                     else:
-                        state.fold(_private(event))
-            else:
-                for event in stored:
-                    state.fold(_private(event))
+                        state.fold(_private(event, texts[index].data if texts else None))
             # Caught up still, when the only append the store saw since the last look is this
             # one: then the next look need not read the log.
             mark = self.store.change_mark()
@@ -284,8 +303,8 @@ class Session:
         return event
 
     def _append_one(self, event: NewEvent) -> Event:
-        stored = self.store.append(self.id, [event])
-        self._catch_up(stored)
+        stored, written = self._write([event], None, None)
+        self._catch_up(stored, None, written)
         self._keep_checkpoint(stored)
         return stored[0]
 
@@ -617,13 +636,14 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _private(event: Event) -> Event:
-    """`event` with a copy of its data that shares nothing with it (what a read would give)."""
+def _private(event: Event, text: str | None = None) -> Event:
+    """`event` with a copy of its data that shares nothing with it (what a read would give):
+    decoded from `text`, the JSON the store wrote for it, when given, else encoded anew."""
     return Event(
         event.session_id,
         event.seq,
         event.type,
-        decode_data(encode_data(event.data)),
+        decode_data(encode_data(event.data) if text is None else text),
         event.created_at,
     )
 

@@ -25,6 +25,7 @@ from ctxfold.events import Event, NewEvent
 from ctxfold.storage.checks import (
     PAGE_SIZE,
     EncodedBatch,
+    EncodedEvent,
     check_idempotency_key,
     check_seq,
     check_session_id,
@@ -139,6 +140,18 @@ class StoreBase(abc.ABC):
         >>> store.append("s", [NewEvent("turn")], idempotency_key="req-1") == first
         True
         """
+        return self._append(session_id, events, expected_seq, idempotency_key)[0]
+
+    def _append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        expected_seq: int | None,
+        idempotency_key: str | None,
+    ) -> tuple[list[Event], list[EncodedEvent] | None]:
+        """`append`, and the events as encoded and written (None when nothing was written: a
+        repeated key). The session layer folds an event it does not hold as a message from
+        that text, a copy the caller never sees, instead of encoding the event's data again."""
         check_session_id(session_id)
         if expected_seq is not None:
             check_seq(expected_seq, "expected_seq")
@@ -150,7 +163,7 @@ class StoreBase(abc.ABC):
         created_at = now()
         written = self._write_batch(session_id, batch, expected_seq, idempotency_key, created_at)
         if isinstance(written, PriorAppend):
-            return self._prior(session_id, idempotency_key, batch, written)
+            return self._prior(session_id, idempotency_key, batch, written), None
         if batch.events:
             self._announce()
         # A FreshEvent's own data is what decoding its text would give, so it is not decoded.
@@ -159,7 +172,7 @@ class StoreBase(abc.ABC):
             if e.value is not None
             else decode_event(session_id, seq, e.type, e.data, created_at)
             for seq, e in enumerate(batch.events, start=written)
-        ]
+        ], batch.events
 
     def _prior(
         self, session_id: str, key: str | None, batch: EncodedBatch, prior: PriorAppend

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ctxfold.errors import ConflictError, StoreClosedError
 from ctxfold.events import MESSAGE, Event
@@ -12,8 +13,8 @@ from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
 from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(NamedTuple):
+    # A tuple rather than a frozen dataclass: one is made per appended event, at half the cost.
     type: str
     data: str
     """JSON text, as the SQL stores keep it."""
@@ -68,7 +69,7 @@ class MemoryStore(StoreBase):
             if expected_seq is not None and expected_seq != last:
                 raise ConflictError(session_id, expected_seq, last)
             if batch.events:
-                log.rows.extend(_Row(e.type, e.data, created_at) for e in batch.events)
+                log.rows.extend([_Row(e.type, e.data, created_at) for e in batch.events])
                 if idempotency_key is not None:
                     log.keys[idempotency_key] = PriorAppend(last + 1, len(log.rows), batch.digest)
                 self._logs[session_id] = log
