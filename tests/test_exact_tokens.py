@@ -20,6 +20,7 @@ from ctxfold.errors import MissingDependencyError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.jsonl import read_jsonl
 from ctxfold.tokens import TiktokenCounter, counter
+from tests._tokenizer import tokenized_by
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 
@@ -199,20 +200,13 @@ def test_a_long_text_counted_again_is_not_tokenized_again() -> None:
     from ctxfold.tokens import exact
 
     ours = TiktokenCounter("o200k_base")
-    tokenized: list[str] = []
-    fast = ours._fast
-
-    def recording(text: str) -> int:
-        tokenized.append(text)
-        return fast(text)
-
-    ours._fast = recording
-    long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
-    short = "hello world"
-    expected = len(tiktoken.get_encoding("o200k_base").encode_ordinary(long))
-    assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
-    assert [ours.count_text(short) for _ in range(3)] == [2] * 3
-    assert tokenized == [long, short, short, short]
+    with tokenized_by(ours) as tokenized:
+        long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
+        short = "hello world"
+        expected = len(tiktoken.get_encoding("o200k_base").encode_ordinary(long))
+        assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
+        assert [ours.count_text(short) for _ in range(3)] == [2] * 3
+        assert tokenized == [long, short, short, short]
 
 
 def test_a_counter_remembers_a_bounded_number_of_characters(
@@ -224,20 +218,13 @@ def test_a_counter_remembers_a_bounded_number_of_characters(
 
     monkeypatch.setattr(exact, "REMEMBERED_CHARS", 3 * exact.LONG_TEXT_CHARS)
     ours = TiktokenCounter("o200k_base")
-    tokenized: list[str] = []
-    fast = ours._fast
-
-    def recording(text: str) -> int:
-        tokenized.append(text)
-        return fast(text)
-
-    ours._fast = recording
-    texts = [f"{i} " + "x" * exact.LONG_TEXT_CHARS for i in range(5)]
-    first = [ours.count_text(text) for text in texts]
-    assert ours._long_chars <= exact.REMEMBERED_CHARS
-    assert [ours.count_text(text) for text in texts[-2:]] == first[-2:]
-    assert ours.count_text(texts[0]) == first[0]
-    assert tokenized == [*texts, texts[0]]
+    with tokenized_by(ours) as tokenized:
+        texts = [f"{i} " + "x" * exact.LONG_TEXT_CHARS for i in range(5)]
+        first = [ours.count_text(text) for text in texts]
+        assert ours._long_chars <= exact.REMEMBERED_CHARS
+        assert [ours.count_text(text) for text in texts[-2:]] == first[-2:]
+        assert ours.count_text(texts[0]) == first[0]
+        assert tokenized == [*texts, texts[0]]
 
 
 def test_a_counter_told_to_remember_nothing_tokenizes_every_time() -> None:
@@ -246,15 +233,8 @@ def test_a_counter_told_to_remember_nothing_tokenizes_every_time() -> None:
     from ctxfold.tokens import exact
 
     ours = TiktokenCounter("o200k_base", remember_chars=0)
-    tokenized: list[str] = []
-    fast = ours._fast
-
-    def recording(text: str) -> int:
-        tokenized.append(text)
-        return fast(text)
-
-    ours._fast = recording
-    long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
-    expected = TiktokenCounter("o200k_base").count_text(long)
-    assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
-    assert tokenized == [long] * 3
+    with tokenized_by(ours) as tokenized:
+        long = "def f(x):\n    return x + 1\n" * (exact.LONG_TEXT_CHARS // 10)
+        expected = TiktokenCounter("o200k_base").count_text(long)
+        assert [ours.count_text(long) for _ in range(3)] == [expected] * 3
+        assert tokenized == [long] * 3

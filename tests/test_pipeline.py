@@ -37,6 +37,7 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
 from tests._histories import agent_history, step, words
+from tests._tokenizer import tokenized_by
 
 COUNTER = FixedCounter()
 SYSTEM = Message("system", "You are a careful coding agent.")
@@ -521,18 +522,10 @@ def test_a_summary_applied_is_counted_from_the_lines_its_summarizer_weighed() ->
     summary = "\n".join(f"- step {i}: edited src/mod{i}.py and ran pytest -q" for i in range(40))
     text_counts.lines(summary)  # the summarizer's last weighing of its draft
     framed = Message("user", frame_summary(summary, "user"))
-    tokenized: list[str] = []
-    fast = exact._fast
-
-    def recording(text: str) -> int:
-        tokenized.append(text)
-        return fast(text)
-
-    exact._fast = recording  # type: ignore[method-assign]
     cuts = sorted(view.structure().cuts)
     start, end = cuts[1], cuts[-2]
     before = view.total - view.tokens(start, end)
-    assert view.apply(Replace(start, end, framed, "summary", protected=frozenset()), "test")
+    with tokenized_by(exact) as tokenized:
+        assert view.apply(Replace(start, end, framed, "summary", protected=frozenset()), "test")
     assert not any("step 7: edited" in text for text in tokenized), tokenized
-    exact._fast = fast  # type: ignore[method-assign]
     assert view.total == before + TiktokenCounter("o200k_base").count_message(framed)

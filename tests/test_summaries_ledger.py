@@ -34,6 +34,7 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget
 from tests._histories import words
+from tests._tokenizer import tokenized_by
 
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Decisions\n- keep the public API\n## Work done\n- ran it"
@@ -384,18 +385,10 @@ def test_summaries_and_ledger_sections_are_weighed_from_their_lines(path: Path) 
     from ctxfold.tokens import TiktokenCounter
 
     exact = TiktokenCounter("o200k_base")
-    tokenized: list[str] = []
-    fast = exact._fast
-
-    def recording(text: str) -> int:
-        tokenized.append(text)
-        return fast(text)
-
-    exact._fast = recording  # type: ignore[method-assign]
-    session = MemoryStore().session("replay", counter=exact)
-    compactor = Compactor(Budget(window=16_000), counter=exact, redact=redact_secrets)
-    result = replay(session, read_jsonl(path), compactor, counter=exact, fidelity=False)
-    exact._fast = fast  # type: ignore[method-assign]
+    with tokenized_by(exact) as tokenized:
+        session = MemoryStore().session("replay", counter=exact)
+        compactor = Compactor(Budget(window=16_000), counter=exact, redact=redact_secrets)
+        result = replay(session, read_jsonl(path), compactor, counter=exact, fidelity=False)
     if not result.compactions:
         pytest.skip(f"{path.stem}: no compaction at 16k")
     final = {m.text for m in session.messages()}  # counted whole once more by the replay's end
