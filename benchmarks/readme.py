@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -216,8 +217,29 @@ def render(results: Path = RESULTS) -> str:
     parts = [START]
     for heading, section in SECTIONS:
         parts.extend(["", textwrap.fill(heading, width=99), "", *section(results)])
-    parts.extend(["", END])
+    parts.extend(["", load_line(results), "", END])
     return "\n".join(parts)
+
+
+_LOAD = re.compile(r"1-minute load ([0-9.]+)")
+
+
+def load_line(results: Path) -> str:
+    """The machine's 1-minute load when the tables were finished, from each result's notes: a
+    figure measured on a busy machine should say so."""
+    loads = sorted(
+        float(found.group(1))
+        for path in results.glob("*.json")
+        for note in json.loads(path.read_text(encoding="utf-8")).get("notes", [])
+        if (found := _LOAD.search(str(note)))
+    )
+    if not loads:
+        return "The results do not say the machine's load."
+    return textwrap.fill(
+        f"1-minute load when these tables were finished: {loads[0]:.2f} to {loads[-1]:.2f} "
+        f"({len(loads)} tables).",
+        width=99,
+    )
 
 
 def splice(readme: str, block: str) -> str:

@@ -46,3 +46,14 @@ def test_a_renamed_column_fails_loudly(tmp_path: Path) -> None:
 def test_a_readme_without_the_markers_is_refused() -> None:
     with pytest.raises(ValueError, match="no figures block"):
         readme.splice("# a README\n", readme.render())
+
+
+def test_the_figures_say_the_load_they_were_measured_under(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(readme.RESULTS, results)
+    path = results / "turn.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["notes"] = [n for n in data["notes"] if "1-minute load" not in n]
+    data["notes"].append("Machine: 2 cores, 1-minute load 7.5 when this table was finished.")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert "to 7.50 (" in readme.render(results)
