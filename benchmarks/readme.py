@@ -71,14 +71,30 @@ def ratio(value: float) -> str:
     return num(value, "×")
 
 
+def row(*cells: object) -> str:
+    """One markdown table row of `cells`."""
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def head(*columns: str) -> list[str]:
+    """A markdown table's header row and the rule under it."""
+    return [row(*columns), "|" + "---|" * len(columns)]
+
+
 def replay_section(results: Path) -> list[str]:
     table = Table("replay", results)
-    lines = [
-        "| window | compactions | invalid requests | task verbatim | user messages verbatim "
-        "| identifiers in view | recall finds the rest | probes answered "
-        "| summarizers read / history | replay / one tiktoken pass |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines = head(
+        "window",
+        "compactions",
+        "invalid requests",
+        "task verbatim",
+        "user messages verbatim",
+        "identifiers in view",
+        "recall finds the rest",
+        "probes answered",
+        "summarizers read / history",
+        "replay / one tiktoken pass",
+    )
     cases = [
         ("default", 8000, "8,000"),
         ("default", 16000, "16,000"),
@@ -94,10 +110,18 @@ def replay_section(results: Path) -> list[str]:
         read = r["read / history"]
         recall = r["recall finds %"]
         lines.append(
-            f"| {label} | {r['compactions']} | {r['invalid']} | {r['task verbatim']} "
-            f"| {r['user msgs verbatim']} | {num(r['ids in view %'], '%')} "
-            f"| {'—' if recall in (None, '—') else num(recall, '%')} | {r['probes answered']} "
-            f"| {'0' if not read else ratio(read)} | {ratio(r['replay / tiktoken pass'])} |"
+            row(
+                label,
+                r["compactions"],
+                r["invalid"],
+                r["task verbatim"],
+                r["user msgs verbatim"],
+                num(r["ids in view %"], "%"),
+                "—" if recall in (None, "—") else num(recall, "%"),
+                r["probes answered"],
+                "0" if not read else ratio(read),
+                ratio(r["replay / tiktoken pass"]),
+            )
         )
     return lines
 
@@ -113,28 +137,44 @@ def peers_section(results: Path) -> list[str]:
     c100k = cold.row(events=100000)
     c10k = cold.row(events=10000)
     lines = [
-        "| measure | ctxfold | peer | ratio |",
-        "|---|---|---|---|",
-        f"| a turn (append + budget check), 10,000 messages, in memory "
-        f"| {num(t10k['ctxfold memory µs'], ' µs')} "
-        f"| exact recount {_ms(t10k['exact recount µs'])}; "
-        f"LangChain `trim_messages` {_ms(t10k['langchain trim µs'])} "
-        f"| {ratio(t10k['recount / memory'])}; {ratio(t10k['langchain / memory'])} |",
-        f"| a turn, 100,000 messages, SQLite with its default durability "
-        f"| {num(t100k['ctxfold SQLite µs'], ' µs')} "
-        f"| exact recount {_ms(t100k['exact recount µs'])} "
-        f"| {ratio(t100k['recount / SQLite'])} |",
-        f"| append + `messages()`, 100,000 events, in memory "
-        f"| {num(m100k['append + messages() µs'], ' µs')} | — | — |",
-        f"| cold start + first budget check, 100,000 events | {num(c100k['ctxfold ms'], ' ms')} "
-        f"| `agents.SQLiteSession.get_items()` {num(c100k['agents ms'], ' ms')} "
-        f"| {ratio(c100k['agents ms'] / c100k['ctxfold ms'])} |",
-        f"| cold start + first budget check, 10,000 events | {num(c10k['ctxfold ms'], ' ms')} "
-        f"| {num(c10k['agents ms'], ' ms')} | {ratio(c10k['agents ms'] / c10k['ctxfold ms'])} |",
-        f"| traced peak memory of the 100,000-event load "
-        f"| {num(c100k['ctxfold traced peak MiB'], ' MiB')} "
-        f"| {num(c100k['agents traced peak MiB'], ' MiB')} "
-        f"| {ratio(c100k['agents traced peak MiB'] / c100k['ctxfold traced peak MiB'])} |",
+        *head("measure", "ctxfold", "peer", "ratio"),
+        row(
+            "a turn (append + budget check), 10,000 messages, in memory",
+            num(t10k["ctxfold memory µs"], " µs"),
+            f"exact recount {_ms(t10k['exact recount µs'])}; "
+            f"LangChain `trim_messages` {_ms(t10k['langchain trim µs'])}",
+            f"{ratio(t10k['recount / memory'])}; {ratio(t10k['langchain / memory'])}",
+        ),
+        row(
+            "a turn, 100,000 messages, SQLite with its default durability",
+            num(t100k["ctxfold SQLite µs"], " µs"),
+            f"exact recount {_ms(t100k['exact recount µs'])}",
+            ratio(t100k["recount / SQLite"]),
+        ),
+        row(
+            "append + `messages()`, 100,000 events, in memory",
+            num(m100k["append + messages() µs"], " µs"),
+            "—",
+            "—",
+        ),
+        row(
+            "cold start + first budget check, 100,000 events",
+            num(c100k["ctxfold ms"], " ms"),
+            f"`agents.SQLiteSession.get_items()` {num(c100k['agents ms'], ' ms')}",
+            ratio(c100k["agents ms"] / c100k["ctxfold ms"]),
+        ),
+        row(
+            "cold start + first budget check, 10,000 events",
+            num(c10k["ctxfold ms"], " ms"),
+            num(c10k["agents ms"], " ms"),
+            ratio(c10k["agents ms"] / c10k["ctxfold ms"]),
+        ),
+        row(
+            "traced peak memory of the 100,000-event load",
+            num(c100k["ctxfold traced peak MiB"], " MiB"),
+            num(c100k["agents traced peak MiB"], " MiB"),
+            ratio(c100k["agents traced peak MiB"] / c100k["ctxfold traced peak MiB"]),
+        ),
     ]
     for operation, label in (
         ("append one message at a time", "append one message at a time, both fsync'd per commit"),
@@ -143,9 +183,12 @@ def peers_section(results: Path) -> list[str]:
         ours = writes.row(operation=operation, store="ctxfold SQLite")
         peer = writes.row(operation=operation, store="agents.SQLiteSession")
         lines.append(
-            f"| {label} | {num(ours['messages/s'], ' msg/s')} "
-            f"| {num(peer['messages/s'], ' msg/s')} "
-            f"| {ratio(ours['× agents.SQLiteSession'])} |"
+            row(
+                label,
+                num(ours["messages/s"], " msg/s"),
+                num(peer["messages/s"], " msg/s"),
+                ratio(ours["× agents.SQLiteSession"]),
+            )
         )
     return lines
 
@@ -156,33 +199,46 @@ def _ms(micros: float) -> str:
 
 def background_section(results: Path) -> list[str]:
     table = Table("background", results)
-    lines = [
-        "| mode | landing turn p50 | landing turn p95 | other turns p95 | peak tokens "
-        "| invalid requests |",
-        "|---|---|---|---|---|---|",
-    ]
+    lines = head(
+        "mode",
+        "landing turn p50",
+        "landing turn p95",
+        "other turns p95",
+        "peak tokens",
+        "invalid requests",
+    )
     for mode in ("foreground", "background"):
         r = table.row(mode=mode)
         lines.append(
-            f"| {mode} | {num(r['landing turn p50 ms'], ' ms')} "
-            f"| {num(r['landing turn p95 ms'], ' ms')} | {num(r['other turns p95 ms'], ' ms')} "
-            f"| {r['peak tok']:,} of {r['window']:,} | {r['invalid']} |"
+            row(
+                mode,
+                num(r["landing turn p50 ms"], " ms"),
+                num(r["landing turn p95 ms"], " ms"),
+                num(r["other turns p95 ms"], " ms"),
+                f"{r['peak tok']:,} of {r['window']:,}",
+                r["invalid"],
+            )
         )
     return lines
 
 
 def integrations_section(results: Path) -> list[str]:
     table = Table("integrations", results)
-    lines = [
-        "| framework | items | framework ms per step | overhead ms | goal ms | meets goal |",
-        "|---|---|---|---|---|---|",
-    ]
+    lines = head(
+        "framework", "items", "framework ms per step", "overhead ms", "goal ms", "meets goal"
+    )
     for items in (1000, 10000):
         for framework in ("openai-agents", "langchain", "pydantic-ai"):
             r = table.row(framework=framework, items=items)
             lines.append(
-                f"| {framework} | {items:,} | {num(r['framework ms/step'])} "
-                f"| {r['overhead ms']:+.2f} | {num(r['goal ms'])} | {r['meets goal']} |"
+                row(
+                    framework,
+                    f"{items:,}",
+                    num(r["framework ms/step"]),
+                    f"{r['overhead ms']:+.2f}",
+                    num(r["goal ms"]),
+                    r["meets goal"],
+                )
             )
     return lines
 
