@@ -584,10 +584,12 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool
         "replay (building the session and compactor included), "
         + (
             "each the first replay of a fresh fork of a process that has imported ctxfold, "
-            "loaded the tokenizer and read the transcripts but never replayed, so no memo holds "
-            "an earlier replay's work (as in a new `ctxfold replay` process after its imports; "
-            "the fork's copy-on-write of the pages a replay touches adds a little, so these "
-            "times err on the slow side), "
+            "loaded the tokenizer, read the transcripts and replayed only a small generated "
+            "session, so no memo holds "
+            "an earlier replay's work (as in a new `ctxfold replay` process after its imports); "
+            "before its clock the child repeats the warm-up on a generated session and reads "
+            "the transcript from disk again, so it does not time the copy-on-write of pages "
+            "shared with its parent, a cost of forking that no process of its own pays, "
             if cold
             else "in this process (no fork here), where memos keep an earlier replay's work, "
         )
