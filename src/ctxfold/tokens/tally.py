@@ -283,6 +283,12 @@ class Tally:
         return item_id in self._counts
 
     @property
+    def items_total(self) -> int:
+        """Counted tokens of the items alone: `total` without the tools and the reply priming.
+        O(1), a running sum."""
+        return self._sum
+
+    @property
     def total(self) -> int:
         """Counted tokens of the whole request: every item, the tools, and the reply priming."""
         priming = REPLY_PRIMING_TOKENS if self._counts else 0
