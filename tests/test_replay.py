@@ -71,9 +71,8 @@ def test_request_sizes_from_the_tally_are_those_a_recount_gives() -> None:
         compactor = Compactor(Budget(window=window), counter=COUNTER)
         tallied = replay(MemoryStore().session("t", counter=COUNTER), messages, compactor)
         compactor = Compactor(Budget(window=window), counter=COUNTER)
-        recounted = replay(
-            MemoryStore().session("c", counter=COUNTER), messages, compactor, counter=counter("auto")
-        )
+        session = MemoryStore().session("c", counter=COUNTER)
+        recounted = replay(session, messages, compactor, counter=counter("auto"))
         assert (window > 100_000) == (tallied.compactions == ())
         assert tallied.requests == recounted.requests
         assert tallied.original_tokens == recounted.original_tokens

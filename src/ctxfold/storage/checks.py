@@ -192,7 +192,7 @@ def _encode_plain(data: Any) -> str:
     """
     assert _PLAIN_ASCII is not None and _PLAIN_UNICODE is not None
     text = "".join(_PLAIN_ASCII(data, 0))
-    if "\\u" in text and _WIDE_ESCAPE.search(text):
+    if _WIDE_ESCAPE.search(text):
         text = "".join(_PLAIN_UNICODE(data, 0))
     return text
 
