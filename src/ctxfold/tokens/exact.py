@@ -246,7 +246,8 @@ class TiktokenCounter:
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string (remembered for a long one: see `LONG_TEXT_CHARS`)."""
-        long = len(text) >= LONG_TEXT_CHARS
+        size = len(text)
+        long = size >= LONG_TEXT_CHARS
         if long:
             known = self._long.get(text)
             if known is not None:
@@ -256,7 +257,7 @@ class TiktokenCounter:
         except UnicodeEncodeError:
             # A lone surrogate is not UTF-8, which the Rust tokenizer takes; tiktoken replaces it.
             tokens = self._encode_count(text)
-        if long and len(text) <= self.remember_chars:
+        if long and size <= self.remember_chars:
             self._remember(text, tokens)
         return tokens
 

@@ -266,9 +266,10 @@ class Tally:
 
     def count(self, item_id: int) -> int:
         """The cached count of one item."""
-        if item_id not in self._counts:
-            raise InvalidInputError(f"item {item_id} is not in the tally")
-        return self._counts[item_id]
+        try:
+            return self._counts[item_id]
+        except KeyError:
+            raise InvalidInputError(f"item {item_id} is not in the tally") from None
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
         """Count these tool schemas with every request from now on (`tool-schemas-counted`); drops
