@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,13 @@ from ctxfold.compactor import Compactor
 from ctxfold.errors import BudgetError, InvalidHistoryError
 from ctxfold.events import MESSAGE
 from ctxfold.messages import Message, validate
-from ctxfold.replay import compact_transcript, fresh_session_id, replay, replay_transcript
+from ctxfold.replay import (
+    Request,
+    compact_transcript,
+    fresh_session_id,
+    replay,
+    replay_transcript,
+)
 from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, counter
@@ -53,6 +60,33 @@ def test_without_compaction_every_request_extends_the_previous_one() -> None:
     assert result.requests[0].prefix_tokens == 0
     assert result.reused_tokens == sum(r.request_tokens for r in result.requests[:-1])
     assert 0 < result.cache_reuse < 1
+
+
+def test_request_sizes_from_the_tally_are_those_a_recount_gives() -> None:
+    """Sized from the session's tally (the compactor's own counter) or counted afresh (another
+    counter object of the same encoding), every request and the transcript total come out the
+    same, compactions or not."""
+    messages = generate(seed=6, steps=30)
+    for window in (10_000, 500_000):
+        compactor = Compactor(Budget(window=window), counter=COUNTER)
+        tallied = replay(MemoryStore().session("t", counter=COUNTER), messages, compactor)
+        compactor = Compactor(Budget(window=window), counter=COUNTER)
+        session = MemoryStore().session("c", counter=COUNTER)
+        recounted = replay(session, messages, compactor, counter=counter("auto"))
+        assert (window > 100_000) == (tallied.compactions == ())
+        assert tallied.requests == recounted.requests
+        assert tallied.original_tokens == recounted.original_tokens
+
+
+def test_each_request_is_a_request_value() -> None:
+    """The requests a replay reports are `Request` values like any other: equal to the one the
+    constructor builds from the same fields, hashable, and frozen."""
+    _, result = _replay(generate(seed=2, steps=5), 500_000)
+    for request in result.requests:
+        built = Request(**request.to_dict())
+        assert request == built and hash(request) == hash(built) and repr(request) == repr(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.requests[0].tokens = 0  # type: ignore[misc]
 
 
 def test_a_small_window_compacts_several_times_and_keeps_every_request_inside_it() -> None:

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxfold.events import Event, FreshEvent, NewEvent
-from ctxfold.storage.checks import encode_batch, encode_data, stored_event
+from ctxfold.storage.checks import encode_batch, encode_data, fresh_event, stored_event
 
 _scalars = (
     st.none()
@@ -108,3 +108,15 @@ def test_an_event_a_store_makes_is_the_event_its_constructor_makes() -> None:
         made.seq = 5  # type: ignore[misc]
     plain = stored_event("s", 1, "turn", (), 0.0)
     assert hash(plain) == hash(Event("s", 1, "turn", (), 0.0))
+
+
+def test_a_fresh_event_the_session_makes_is_the_event_its_constructor_makes() -> None:
+    """The `FreshEvent` a session builds for each appended message is the value the constructor
+    builds: equal, shown, replaced and frozen alike."""
+    made = fresh_event("message", {"message": {"role": "user", "content": "hi"}})
+    built = FreshEvent("message", {"message": {"role": "user", "content": "hi"}})
+    assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
+    assert type(made) is FreshEvent
+    assert dataclasses.replace(made, type="turn") == FreshEvent("turn", made.data)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.type = "turn"  # type: ignore[misc]

@@ -54,6 +54,8 @@ def test_total_matches_a_full_recount() -> None:
         tally.add(item_id, message)
     assert tally.total == count_messages(heuristic, messages, TOOLS)
     assert tally.estimate == tally.total
+    # The items alone: what a replay reports as a request's size.
+    assert tally.items_total == sum(heuristic.count_message(m) for m in messages)
     assert len(tally) == 30
 
 
@@ -94,6 +96,7 @@ def test_remove_and_replace_keep_the_total_right() -> None:
     assert tally.count(6) == heuristic.count_message(masked)
     remaining = [m for i, m in enumerate(messages, start=1) if i not in (3, 6)] + [masked]
     assert tally.total == count_messages(heuristic, remaining)
+    assert tally.items_total == sum(heuristic.count_message(m) for m in remaining)
     assert 3 not in tally
 
 

@@ -160,7 +160,9 @@ class Compactor:
         tally = session.tally(self.counter, fresh=fresh)
         if len(tally) + len(adding) < budget.min_messages:
             return False
-        estimate = self._estimate(tally) + sum(self.counter.count_message(m) for m in adding)
+        estimate = self._estimate(tally)
+        if adding:
+            estimate += sum(self.counter.count_message(m) for m in adding)
         if budget.should_compact(estimate):
             return True
         predicate = self.app_trigger

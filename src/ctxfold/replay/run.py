@@ -222,7 +222,7 @@ def replay(
             _check_valid(projected, provider, turn)
         request_tokens, prefix_tokens = sizes.request(previous, projected)
         requests.append(
-            Request(
+            _request(
                 turn=turn,
                 message=index + 1,
                 tokens_before=before,
@@ -345,7 +345,8 @@ class _Sizes:
 
     Given the `session`, whose tally counts with this same counter, the counts come from that
     tally, which counted every message as it was appended and took each summary's count from its
-    compaction event: the replay then counts nothing itself."""
+    compaction event: the replay then counts nothing itself, and a request's size is the
+    tally's sum over the items it holds."""
 
     def __init__(self, counter: TokenCounter, session: Session | None = None) -> None:
         self.counter = counter
@@ -356,30 +357,35 @@ class _Sizes:
         """Tokens of the previous request."""
 
     def appended(self, message: Message, stored: Sequence[Event]) -> None:
-        """`message` was appended as `stored`: its projected copy has the tally's count."""
+        """`message` was appended as `stored`: it has the tally's count (for the transcript's
+        total; a request is sized from the tally itself)."""
         if self.session is None or not stored:
             return
         # Not fresh: the append just folded `message` in, and another writer's later events
         # must not stand in for it; no look at the store is needed.
         tokens = self.session.tally(self.counter, fresh=False).count(stored[0].seq)
         self.cache[id(message)] = (message, tokens)
-        projected = self.session.items(fresh=False)[-1].message
-        self.cache[id(projected)] = (projected, tokens)
 
     def request(self, previous: Sequence[Message], projected: Sequence[Message]) -> tuple[int, int]:
-        """Tokens of `projected`, and of the part of it `previous` began with. When only appends
-        came in between, that part is the whole previous request: O(new messages)."""
-        if isinstance(projected, Frozen) and projected.extends(previous):
-            prefix = self.last
-            total = prefix + self.total(projected[len(previous) :])
-        else:
-            if self.session is not None:
-                tally = self.session.tally(self.counter)
-                for item in self.session.items():
+        """Tokens of `projected`, the session's projection now, and of the part of it `previous`
+        began with. When only appends came in between, that part is the whole previous request:
+        O(1) with the session's tally, else O(new messages)."""
+        grown = isinstance(projected, Frozen) and projected.extends(previous)
+        if self.session is not None:
+            # `projected` is what the session projects now, so the tally holds its items.
+            tally = self.session.tally(self.counter, fresh=False)
+            total = tally.items_total
+            if not grown:
+                # The projected copies (summaries, masked results, decoded messages) get the
+                # tally's counts, for the prefix below and for the next requests.
+                for item in self.session.items(fresh=False):
                     if id(item.message) not in self.cache:
                         self.cache[id(item.message)] = (item.message, tally.count(item.id))
+        elif grown:
+            total = self.last + self.total(projected[len(previous) :])
+        else:
             total = self.total(projected)
-            prefix = self.total(_common_prefix(previous, projected))
+        prefix = self.last if grown else self.total(_common_prefix(previous, projected))
         self.last = total
         return total, prefix
 
@@ -392,6 +398,38 @@ class _Sizes:
                 self.cache[id(message)] = hit
             out += hit[1]
         return out
+
+
+def _request(
+    *,
+    turn: int,
+    message: int,
+    tokens_before: int,
+    tokens: int,
+    request_tokens: int,
+    prefix_tokens: int,
+    compaction: int | None,
+) -> Request:
+    """``Request(...)``, made as its `__init__` makes it (`Request` checks nothing) with its
+    fields set at once: the generated `__init__` of a frozen dataclass sets each field through
+    `object.__setattr__`, which for seven fields costs more than the rest of a request's
+    bookkeeping. A replay makes one per model request."""
+    request = _new(Request)
+    fields = {
+        "turn": turn,
+        "message": message,
+        "tokens_before": tokens_before,
+        "tokens": tokens,
+        "request_tokens": request_tokens,
+        "prefix_tokens": prefix_tokens,
+        "compaction": compaction,
+    }
+    _set(request, "__dict__", fields)
+    return request
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _before_request(messages: Sequence[Message], index: int) -> bool:

@@ -28,7 +28,6 @@ from ctxfold.events import (
     RESET,
     RESHAPING,
     Event,
-    FreshEvent,
     NewEvent,
     Overflow,
     Pin,
@@ -46,7 +45,7 @@ from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
-from ctxfold.storage.checks import EncodedEvent, decode_data, encode_data
+from ctxfold.storage.checks import EncodedEvent, decode_data, encode_data, fresh_event
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -690,7 +689,7 @@ def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | No
         # Plain JSON built here and handed to nobody else (no `extra` the caller may still
         # change, no tuple that JSON turns into a list): the store may give it back as stored,
         # and the message folds as it is.
-        return FreshEvent(MESSAGE, {"message": item.to_dict()}), item
+        return fresh_event(MESSAGE, {"message": item.to_dict()}), item
     return NewEvent.message(item), None
 
 

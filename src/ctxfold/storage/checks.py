@@ -13,7 +13,6 @@ import json.encoder
 import json.scanner
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit, urlunsplit
@@ -45,9 +44,10 @@ class EncodedEvent(NamedTuple):
     None when the store must decode `data` for that."""
 
 
-@dataclass(frozen=True)
-class EncodedBatch:
-    """A checked batch: its events, and a digest that tells a retried batch from a new one."""
+class EncodedBatch(NamedTuple):
+    """A checked batch: its events, and a digest that tells a retried batch from a new one.
+
+    A tuple rather than a frozen dataclass: one is made per append, at half the cost."""
 
     events: list[EncodedEvent]
     digest: str
@@ -181,46 +181,25 @@ def _encode_plain(data: Any) -> str:
     - The data of a `FreshEvent` is plain JSON that nothing else holds, so it has no cycle:
       these encoders keep no table of open containers to find one (a cycle would still end in
       a RecursionError, which the caller reports).
-    - A message whose every string is ASCII without DEL goes through the ASCII encoder, which
-      writes each character straight into a byte buffer, in about three quarters of the time
-      the unicode one takes; for such strings the two write the same escapes, so the text is
-      the same to the byte (`_ascii_message` says when). Anything else goes through the
-      unicode encoder, as before.
+    - It goes through the ASCII encoder first, which writes each character straight into a
+      byte buffer, in about three quarters of the time the unicode one takes. Where every
+      string is ASCII without DEL the two write the same text to the byte (both write control
+      characters as ``\\u00XX``, and those alone). The ASCII encoder writes DEL and everything
+      past it as ``\\uXXXX`` instead, where the stored form keeps them as they are: so a text
+      holding a ``\\u`` that is not such a control escape is encoded again by the unicode
+      encoder. A string that merely holds a backslash and a ``u`` can send a text there too,
+      which costs time, never a different text.
     """
     assert _PLAIN_ASCII is not None and _PLAIN_UNICODE is not None
-    encode = _PLAIN_ASCII if _ascii_message(data) else _PLAIN_UNICODE
-    return "".join(encode(data, 0))
+    text = "".join(_PLAIN_ASCII(data, 0))
+    if _WIDE_ESCAPE.search(text):
+        text = "".join(_PLAIN_UNICODE(data, 0))
+    return text
 
 
-_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
-_CALL_KEYS = frozenset({"id", "name", "arguments"})
-
-
-def _ascii_message(data: Any) -> bool:
-    """Whether `data` is a message event's data (`Message.to_dict` of a message without extra
-    fields) whose every string is ASCII and free of DEL: the ASCII encoder escapes DEL and
-    everything past it as ``\\uXXXX``, where the stored form keeps them as they are; control
-    characters both write as ``\\u00XX``. Any other shape answers False. Every key here is
-    ASCII, and `str.isascii` reads a flag, so this costs a few checks per string."""
-    if len(data) != 1:
-        return False
-    message = data.get("message")
-    if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
-        return False
-    for value in message.values():
-        if type(value) is str:
-            if not value.isascii() or "\x7f" in value:
-                return False
-        elif type(value) is list:
-            for call in value:
-                if type(call) is not dict or not call.keys() <= _CALL_KEYS:
-                    return False
-                for text in call.values():
-                    if type(text) is not str or not text.isascii() or "\x7f" in text:
-                        return False
-        elif value is not None:
-            return False
-    return True
+_WIDE_ESCAPE = re.compile(r"\\u(?!00[01])")
+"""An escape the ASCII encoder writes for DEL or a character past it (a control character
+is ``\\u0000`` to ``\\u001f``)."""
 
 
 def _where(session_id: str, index: int) -> str:
@@ -301,6 +280,15 @@ def stored_event(session_id: str, seq: int, type_: str, data: Any, created_at: f
         "created_at": created_at,
     }
     _set(event, "__dict__", fields)
+    return event
+
+
+def fresh_event(type_: str, data: dict[str, Any]) -> FreshEvent:
+    """``FreshEvent(type_, data)`` for a `type_` known to be a non-empty string (the session
+    layer's ``message``), made as `stored_event` makes an `Event`: one per appended message,
+    without the generated `__init__`'s field-by-field sets and the check of `type_`."""
+    event = _new(FreshEvent)
+    _set(event, "__dict__", {"type": type_, "data": data})
     return event
 
 

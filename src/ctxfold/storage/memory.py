@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from ctxfold.errors import ConflictError, StoreClosedError
 from ctxfold.events import MESSAGE, Event
@@ -12,13 +11,10 @@ from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event
 from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
 
-
-class _Row(NamedTuple):
-    # A tuple rather than a frozen dataclass: one is made per appended event, at half the cost.
-    type: str
-    data: str
-    """JSON text, as the SQL stores keep it."""
-    created_at: float
+_Row = tuple[str, str, float]
+"""One stored event: its type, its data as JSON text (as the SQL stores keep it), and its time.
+A plain tuple, made in C: one is made per appended event, where a NamedTuple's `__new__` or a
+dataclass's `__init__` is a Python call."""
 
 
 @dataclass
@@ -69,7 +65,7 @@ class MemoryStore(StoreBase):
             if expected_seq is not None and expected_seq != last:
                 raise ConflictError(session_id, expected_seq, last)
             if batch.events:
-                log.rows.extend([_Row(e.type, e.data, created_at) for e in batch.events])
+                log.rows.extend([(e.type, e.data, created_at) for e in batch.events])
                 if idempotency_key is not None:
                     log.keys[idempotency_key] = PriorAppend(last + 1, len(log.rows), batch.digest)
                 self._logs[session_id] = log
@@ -81,8 +77,8 @@ class MemoryStore(StoreBase):
             log = self._logs.get(session_id)
             rows = log.rows[after : None if limit is None else after + limit] if log else []
         return [
-            decode_event(session_id, after + 1 + i, row.type, row.data, row.created_at)
-            for i, row in enumerate(rows)
+            decode_event(session_id, seq, kind, data, created_at)
+            for seq, (kind, data, created_at) in enumerate(rows, start=after + 1)
         ]
 
     def sessions(self) -> list[str]:
@@ -105,10 +101,8 @@ class MemoryStore(StoreBase):
         with self._lock:
             self._check_open()
             log = self._logs.get(session_id) or _Log()
-            for row in log.rows[len(log.words) :]:
-                log.words.append(
-                    index_words(stored_text(row.data)) if row.type == MESSAGE else None
-                )
+            for kind, data, _ in log.rows[len(log.words) :]:
+                log.words.append(index_words(stored_text(data)) if kind == MESSAGE else None)
             rows, found = list(log.rows), list(log.words)
         candidates = (
             range(1, len(rows) + 1) if seqs is None else [s for s in seqs if 1 <= s <= len(rows)]
@@ -120,7 +114,7 @@ class MemoryStore(StoreBase):
                 scored.append((score, seq))
         scored.sort(reverse=True)
         return [
-            SearchHit(seq, score, decode_event(session_id, seq, *_columns(rows[seq - 1])))
+            SearchHit(seq, score, decode_event(session_id, seq, *rows[seq - 1]))
             for score, seq in scored[:limit]
         ]
 
@@ -153,7 +147,3 @@ class MemoryStore(StoreBase):
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this MemoryStore is closed")
-
-
-def _columns(row: _Row) -> tuple[str, str, float]:
-    return row.type, row.data, row.created_at

@@ -53,9 +53,13 @@ class LocalWatch:
         store = self._store
         limit = timeout if self._poll is None else min(timeout, self._poll)
         with store._changed:
-            woken = store._changed.wait_for(
-                lambda: store._generation != self._seen or store._ended, limit
-            )
+            store._waiting += 1  # so that `_announce` wakes this wait
+            try:
+                woken = store._changed.wait_for(
+                    lambda: store._generation != self._seen or store._ended, limit
+                )
+            finally:
+                store._waiting -= 1
         return woken or self._poll is not None
 
     def close(self) -> None:

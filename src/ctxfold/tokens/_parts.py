@@ -19,7 +19,8 @@ def message_strings(message: Message) -> list[str]:
 
     The role is not listed: counters charge it as part of their per-message overhead.
     """
-    return [s for s in (message.content, message.name, message.tool_call_id) if s]
+    # filter() rather than a comprehension: every appended message is counted through here.
+    return list(filter(None, (message.content, message.name, message.tool_call_id)))
 
 
 def call_strings(call: ToolCall) -> tuple[str, str, str]:

@@ -246,7 +246,8 @@ class TiktokenCounter:
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string (remembered for a long one: see `LONG_TEXT_CHARS`)."""
-        long = len(text) >= LONG_TEXT_CHARS
+        size = len(text)
+        long = size >= LONG_TEXT_CHARS
         if long:
             known = self._long.get(text)
             if known is not None:
@@ -256,7 +257,7 @@ class TiktokenCounter:
         except UnicodeEncodeError:
             # A lone surrogate is not UTF-8, which the Rust tokenizer takes; tiktoken replaces it.
             tokens = self._encode_count(text)
-        if long and len(text) <= self.remember_chars:
+        if long and size <= self.remember_chars:
             self._remember(text, tokens)
         return tokens
 
@@ -275,7 +276,9 @@ class TiktokenCounter:
     def _encode_count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
 
-    def count_message(self, message: Message) -> int:
+    def count_message(
+        self, message: Message, count_text: Callable[[str], int] | None = None
+    ) -> int:
         """Tokens of one message under OpenAI's chat rule, tool calls included.
 
         3 framing tokens, the role, each field's tokens, 1 more for an author name; each tool call
@@ -283,16 +286,12 @@ class TiktokenCounter:
         model may not see them verbatim: over-counting a few tokens is safer than under-counting.
         Images, documents and audio cost what their provider bills
         (`ctxfold.tokens.attachments`), never the characters of their data.
-        """
-        return self.count_message_with(message, self.count_text)
 
-    def count_message_with(self, message: Message, count_text: Callable[[str], int]) -> int:
-        """`count_message`, with the message's content, name, tool_call_id and tool calls
-        counted by `count_text`, which must give this counter's count of any text: a memo of
-        counts made before (`ctxfold.tokens.tally.TextCounts`, or its ``lines`` for a text
-        made mostly of lines counted before, such as a summary its summarizer fitted line by
-        line). The same number as `count_message`, from counts the caller already has."""
-        count = count_text
+        `count_text`, when given, counts the fields instead of `self.count_text`
+        (`count_message_with`). One method, so that a tally's count of each appended message
+        costs one call.
+        """
+        count = self.count_text if count_text is None else count_text
         role = self._roles.get(message.role)
         if role is None:
             role = self.count_text(message.role)
@@ -310,6 +309,14 @@ class TiktokenCounter:
         if message.extra:  # only kept provider parts can hold attachments
             tokens += attachment_tokens(message, self.count_text)
         return tokens
+
+    def count_message_with(self, message: Message, count_text: Callable[[str], int]) -> int:
+        """`count_message`, with the message's content, name, tool_call_id and tool calls
+        counted by `count_text`, which must give this counter's count of any text: a memo of
+        counts made before (`ctxfold.tokens.tally.TextCounts`, or its ``lines`` for a text
+        made mostly of lines counted before, such as a summary its summarizer fitted line by
+        line). The same number as `count_message`, from counts the caller already has."""
+        return self.count_message(message, count_text)
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas: each schema's compact JSON plus `TOOL_OVERHEAD`."""

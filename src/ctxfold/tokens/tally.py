@@ -266,9 +266,10 @@ class Tally:
 
     def count(self, item_id: int) -> int:
         """The cached count of one item."""
-        if item_id not in self._counts:
-            raise InvalidInputError(f"item {item_id} is not in the tally")
-        return self._counts[item_id]
+        try:
+            return self._counts[item_id]
+        except KeyError:
+            raise InvalidInputError(f"item {item_id} is not in the tally") from None
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
         """Count these tool schemas with every request from now on (`tool-schemas-counted`); drops
@@ -281,6 +282,12 @@ class Tally:
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._counts
+
+    @property
+    def items_total(self) -> int:
+        """Counted tokens of the items alone: `total` without the tools and the reply priming.
+        O(1), a running sum."""
+        return self._sum
 
     @property
     def total(self) -> int:
