@@ -136,22 +136,23 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
     text = summary.text if isinstance(summary, SummaryResult) else summary
     if not text or not text.strip():
         return False
-    words = _words(text)
     instructions = _instruction_shingles(request.instructions)
-    if instructions:
-        shared = len(instructions & _shingles(words))
-        if shared * 4 >= len(instructions):
-            return True
+    if instructions and _shared_count(_words(text), instructions) * 4 >= len(instructions):
+        return True
     # Identifiers are taken out of both sides: a summary must copy them, so they prove nothing.
     identifiers = sorted(request.identifiers, key=len, reverse=True)
     own = _words(_without(text, identifiers))
-    record_text = _without(request.record or render_record(request.messages), identifiers)
-    content_text = _without(_content(request), identifiers) if request.messages else record_text
+    record_text = request.record or render_record(request.messages)
+    content_text = _content(request) if request.messages else record_text
     # Most summaries have far fewer words than their stretch, which settles it (below) once the
     # stretch's words are seen to pass twice the summary's: count them only that far.
     enough = max(len(own) * 2, SHINGLE - 1) + 1
-    if _at_least(record_text, enough) and _at_least(content_text, enough):
+    if _at_least_without(record_text, identifiers, enough) and (
+        content_text is record_text or _at_least_without(content_text, identifiers, enough)
+    ):
         return False
+    record_text = _without(record_text, identifiers)
+    content_text = _without(content_text, identifiers) if request.messages else record_text
     record = _words(record_text)
     content = _words(content_text) if request.messages else record
     size = min(len(record), len(content))
@@ -177,6 +178,29 @@ def _without(text: str, identifiers: list[str]) -> str:
     return text
 
 
+def _at_least_without(text: str, identifiers: list[str], n: int) -> bool:
+    """``_at_least(_without(text, identifiers), n)``, with the identifiers taken out of only as
+    much of `text` as it reads: the stretch is long, and its first lines mostly settle it.
+
+    An identifier without a newline is found, and replaced by a space, within one line, so
+    taking the identifiers out of the text line by line gives the same lines, and a run of
+    whole lines holds the words of its own lines alone."""
+    if any(not identifier or "\n" in identifier for identifier in identifiers):
+        return _at_least(_without(text, identifiers), n)
+    found = 0
+    start = 0
+    size = 8 * n
+    while start < len(text):
+        cut = text.find("\n", start + size)
+        end = len(text) if cut < 0 else cut
+        found += _word_count(_without(text[start:end], identifiers))
+        if found >= n:
+            return True
+        start = end + 1
+        size *= 4
+    return found >= n
+
+
 def _at_least(text: str, n: int) -> bool:
     """Whether `text` has `n` words or more (as many as `_words` finds), read only about that
     far: a prefix never has more words than the whole (a word it cuts is one word in both)."""
@@ -192,16 +216,62 @@ def _at_least(text: str, n: int) -> bool:
 def _words(text: str) -> list[str]:
     if text.isascii():
         # Lowering ASCII text changes only A-Z, word characters both before and after: the
-        # same words, lowered in one pass rather than one by one.
-        return _WORD.findall(text.lower())
+        # same words, lowered in one pass rather than one by one (`_ascii_words`).
+        return _ascii_words(text.lower())
     return [w.lower() for w in _WORD.findall(text)]
+
+
+def _word_count(text: str) -> int:
+    """``len(_WORD.findall(text))``."""
+    return len(_ascii_words(text) if text.isascii() else _WORD.findall(text))
+
+
+# In ASCII text a word character (`_WORD`) is a letter, a digit or "_": every other character
+# made a space, the words are what `str.split` finds, at a fraction of the regex engine's cost.
+_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def _ascii_words(text: str) -> list[str]:
+    """``_WORD.findall(text)`` for ASCII `text`."""
+    return text.translate(_NOT_WORD).split()
 
 
 @functools.lru_cache(maxsize=64)
 def _instruction_shingles(instructions: str) -> frozenset[tuple[str, ...]]:
     """The runs of the instructions, which differ only by their length limit from request to
-    request: worked out once for each."""
-    return frozenset(_shingles(_words(instructions)))
+    request: worked out once for each. The limit is said in their last paragraph, so the runs
+    of the paragraphs before it are worked out once for all of them (`_head_shingles`); a
+    paragraph break holds no word, so the words of the whole are those of the head and then
+    those of the last paragraph."""
+    cut = instructions.rfind("\n\n")
+    if cut < 0:
+        return frozenset(_shingles(_words(instructions)))
+    head, runs = _head_shingles(instructions[:cut])
+    return runs | _shingles([*head[-(SHINGLE - 1) :], *_words(instructions[cut:])])
+
+
+@functools.lru_cache(maxsize=16)
+def _head_shingles(head: str) -> tuple[list[str], frozenset[tuple[str, ...]]]:
+    words = _words(head)
+    return words, frozenset(_shingles(words))
+
+
+def _shared_count(words: list[str], known: frozenset[tuple[str, ...]]) -> int:
+    """``len(known & _shingles(words))``: a run of `words` is built only where its first word
+    starts one of `known`."""
+    firsts = _firsts(known)
+    return len(
+        {
+            run
+            for i in range(len(words) - SHINGLE + 1)
+            if words[i] in firsts and (run := tuple(words[i : i + SHINGLE])) in known
+        }
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _firsts(runs: frozenset[tuple[str, ...]]) -> frozenset[str]:
+    return frozenset(run[0] for run in runs)
 
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:
