@@ -182,3 +182,50 @@ def test_every_secret_name_holds_a_secret_part(name: str) -> None:
         assert any(part in name.lower() for part in redact._SECRET_PARTS), name
     for word in (*redact._SECRET_WORDS, *redact._SECRET_PAIRS):
         assert any(part in word for part in redact._SECRET_PARTS), word
+
+
+# The plain forms of the patterns that start with their first character's class rather than
+# with a word boundary (which lets the regex engine skip to where they can match).
+_PLAIN_FORMS = {
+    identifiers._UUID: (
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    ),
+    identifiers._TICKET: r"\b[A-Z][A-Z0-9]+-\d+\b",
+    identifiers._CODE: r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b",
+    identifiers._TIMESTAMP: (
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    ),
+    identifiers._HASH: r"\b[0-9a-f]{7,40}\b",
+}  # fmt: skip
+_WORDS = st.lists(
+    st.sampled_from(
+        ["a", "f", "Z", "K", "0", "9", "٣", "²", "é", "ǅ", "_", "-", ".", ":", "/", " ", "\n", "T",
+         "deadbeef", "0123456", "ABC12", "X1Y2Z", "JIRA-12", "2024-05-15", "T10:20:30Z", "+02:00",
+         "123e4567-e89b-12d3-a456-426614174000", "a.b.py:12", "x/y.py", "main.c", ".json", ".py",
+         ".pyi", "py", "cfg", "h", "é.py", "-x.md", "~/a.txt", "a.py/b", "a.py-"]
+    ),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=600)
+@given(_WORDS, st.integers(min_value=0, max_value=8))
+def test_each_pattern_finds_what_its_plain_form_finds(text: str, start: int) -> None:
+    """A pattern written to start with its first character's class finds exactly the matches
+    of its plain form (``\\b`` before that class), from any position of any text."""
+    for pattern, plain in _PLAIN_FORMS.items():
+        expected = [(m.span(), m.group(0)) for m in re.compile(plain).finditer(text, start)]
+        assert [(m.span(), m.group(0)) for m in pattern.finditer(text, start)] == expected, plain
+
+
+@settings(max_examples=600)
+@given(_WORDS)
+def test_file_names_found_in_the_tokens_that_hold_an_extension_are_all_of_them(
+    text: str,
+) -> None:
+    """File names found in only the tokens that hold an extension are exactly those one pass
+    of the pattern over the whole text finds."""
+    name = identifiers._FILE_NAME
+    expected = [(m.span(), m.group(0)) for m in name.finditer(text)]
+    gate = identifiers._TOKEN_GATES[name]
+    assert [(m.span(), m.group(0)) for m in _lines.token_matches(name, gate, text)] == expected
