@@ -56,3 +56,18 @@ def test_a_batch_that_returns_another_number_of_values_is_used_as_is_and_not_kep
     assert memo.values("a\nb") == ["a+b"]
     assert memo.values("a\nb") == ["a+b"]
     assert len(calls) == 2
+
+
+def test_the_new_lines_of_many_texts_are_learned_in_one_batch() -> None:
+    """Texts learned together cost one batch for all their new lines (each line once, long
+    lines left out); asking for their values afterwards passes over nothing but long lines."""
+    upper = _Upper()
+    memo = LineMemo(upper, max_line_chars=5)
+    memo.values("a")
+    memo.learn(["a\nb", "c\nb", "a long line\nd", ""])
+    assert upper.batches == [["a"], ["b", "c", "d", ""]]
+    assert memo.values("b\nc") == ["B", "C"]
+    assert memo.values("d\na long line") == ["D", "A LONG LINE"]
+    assert upper.batches[2:] == [["a long line"]]
+    memo.learn(["b\nc"])
+    assert len(upper.batches) == 3

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -41,6 +41,12 @@ class IdentityMemo(Generic[T]):
             if len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
         return made
+
+    def holds(self, objects: tuple[object, ...], tag: Hashable = None) -> bool:
+        """Whether a value is remembered for `objects` and `tag` (`get` would not make one)."""
+        with self._lock:
+            entry = self._entries.get((tuple(id(o) for o in objects), tag))
+        return entry is not None and all(a is b for a, b in zip(entry[0], objects, strict=True))
 
 
 class LineMemo(Generic[T]):
@@ -94,6 +100,24 @@ class LineMemo(Generic[T]):
         if pending:
             out += self._pass(pending)
         return out
+
+    def learn(self, texts: Iterable[str]) -> None:
+        """Pass over the lines of `texts` not seen before, all in one `batch` call, and remember
+        their values: for a caller about to ask for the values of many short texts one by one
+        (the messages of a stretch), where one pass over all their new lines costs less than
+        one pass over the new lines of each. A line's value never depends on the lines around
+        it, so lines from different texts may be passed together. Lines too long to keep are
+        left for `values` to pass over, which it does every time."""
+        known = self._lines
+        longest = self.max_line_chars
+        pending = {
+            line: None
+            for text in texts
+            for line in text.split("\n")
+            if len(line) <= longest and line not in known
+        }
+        if pending:
+            self._pass(list(pending))
 
     def _pass(self, lines: list[str]) -> list[T]:
         made = list(self.batch(lines))

@@ -206,11 +206,16 @@ def kind_of(identifier: str) -> Kind:
     return "command" if " " in identifier else "id"
 
 
-def _scan(source: str | Message | Iterable[Message]) -> Iterator[Identifier]:
+def _scan(source: str | Message | Sequence[Message]) -> Iterator[Identifier]:
     if isinstance(source, str):
         yield from _scan_text(source)
         return
     messages = [source] if isinstance(source, Message) else source
+    if len(messages) > 1:
+        # The texts of the messages not scanned before, their new lines in one pass: most
+        # messages are a few short lines, and a pass of every pattern over each costs more in
+        # setting the passes up than in scanning.
+        _LINES.learn(m.text for m in messages if not _MESSAGE_IDENTIFIERS.holds((m,)))
     for message in messages:
         yield from _MESSAGE_IDENTIFIERS.get((message,), functools.partial(_scan_message, message))
 
