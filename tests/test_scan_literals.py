@@ -9,6 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxfold.messages import Message
 from ctxfold.summarizers import _lines, identifiers, redact
 
 # Pieces that make the patterns match: the literals themselves, pieces of them, and the
@@ -229,3 +230,34 @@ def test_file_names_found_in_the_tokens_that_hold_an_extension_are_all_of_them(
     expected = [(m.span(), m.group(0)) for m in name.finditer(text)]
     gate = identifiers._TOKEN_GATES[name]
     assert [(m.span(), m.group(0)) for m in _lines.token_matches(name, gate, text)] == expected
+
+
+@settings(max_examples=400)
+@given(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED))
+def test_url_and_authorization_passes_over_their_lines_replace_what_whole_passes_do(
+    text: str,
+) -> None:
+    """The URL password and authorization passes, made over only the lines that hold what
+    every match holds (``://``; one of the authorization words, lowered, in ASCII text),
+    replace exactly what a pass over the whole text replaces."""
+    whole = redact._URL_PASSWORD.sub(redact._url_password, text)
+    assert _lines.sub_lines(redact._URL_PASSWORD, redact._url_password, ("://",), text) == whole
+    if text.isascii():
+        words = redact._AUTHORIZATION_WORDS
+        whole = redact._AUTHORIZATION.sub(redact._authorization, text)
+        gated = _lines.sub_lines(
+            redact._AUTHORIZATION, redact._authorization, words, text, text.lower()
+        )
+        assert gated == whole
+
+
+@settings(max_examples=200)
+@given(st.lists(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED), max_size=6))
+def test_lines_redacted_together_come_out_as_each_redacted_alone(texts: list[str]) -> None:
+    """Lines redacted in one batch, ASCII and not mixed, come out as each line redacted alone;
+    and messages redacted together come out as each redacted alone."""
+    lines = [line for text in texts for line in text.split("\n") if "-----BEGIN" not in line]
+    assert redact._redact_lines(lines) == [redact._redact_whole(line) for line in lines]
+    messages = [Message("tool", text, tool_call_id="c") for text in texts]
+    together = redact.redacted_all(messages)
+    assert [m.content for m in together] == [redact.redact_secrets(text) for text in texts]
