@@ -159,9 +159,10 @@ def _redact_whole(text: str) -> str:
     # over (`sub_lines`). Lowering keeps the places of ASCII characters only; other text is
     # passed over wherever an assignment or a flag can stand.
     if text.isascii():
-        lowered = text.lower()
-        text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, lowered)
-        text = sub_lines(_FLAG, _flag, _SECRET_PARTS, text, lowered)
+        text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, text.lower())
+        # Lowered again: a value redacted above changed the length of its line, and the lines
+        # of the lowered text must stand where the text's do.
+        text = sub_lines(_FLAG, _flag, _SECRET_PARTS, text, text.lower())
     else:
         text = sub_lines(_ASSIGNMENT, _assignment, (":", "="), text)
         text = sub_lines(_FLAG, _flag, ("-",), text)
