@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ctxfold.messages import Message
 from ctxfold.summarizers import _lines, identifiers, redact
+from ctxfold.summarizers.ledger import build, testruns
 
 # Pieces that make the patterns match: the literals themselves, pieces of them, and the
 # characters around identifiers, so generated texts hold matches and near-misses alike.
@@ -261,3 +262,31 @@ def test_lines_redacted_together_come_out_as_each_redacted_alone(texts: list[str
     messages = [Message("tool", text, tool_call_id="c") for text in texts]
     together = redact.redacted_all(messages)
     assert [m.content for m in together] == [redact.redact_secrets(text) for text in texts]
+
+
+_TEST_OUTPUTS = st.lists(
+    st.sampled_from(
+        ["=", "==== ", "3 passed", ", 1 failed", " in 0.12s", " in ", " (0:00:01)", " ====",
+         "Ran 3 tests in 0.01s", "Ran ", "OK", "FAILED (failures=1)", "test result: ok. 3 passed",
+         "Tests:  1 failed, 2 passed", "Tests:", "  4 passing", " failing", "2 failing",
+         "congratulations :)", "ERROR:  py39: commands failed", "ok  \tpkg/a\t0.1s", "ok\t",
+         "FAIL pkg/b", "FAIL", "no tests ran", "x", " ", "\t", "\n", "\n", "é"]
+    ),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(_TEST_OUTPUTS)
+def test_test_summaries_are_found_in_the_lines_that_hold_their_literals(output: str) -> None:
+    """Each test-summary pattern, passed over only the lines that hold one of its literals,
+    finds exactly what a pass over the whole output finds, so the outcome read is the same."""
+    for pattern, needs in testruns.NEEDS.items():
+        expected = [(m.span(), m.group(0)) for m in pattern.finditer(output)]
+        found = [(m.span(), m.group(0)) for m in _lines.matches(pattern, needs, output)]
+        assert found == expected, pattern.pattern
+    assert build.is_request(output) == (
+        bool(output.strip())
+        and not output.strip().startswith("[ctxfold:")
+        and not build._DEMONSTRATION.search(output.strip()[:4000])
+    )
