@@ -504,6 +504,8 @@ def _holds(text: str, identifier: str) -> bool:
     """Whether `text` holds `identifier` verbatim, or as quoted with its controls escaped."""
     if identifier in text:
         return True
+    if identifier.isprintable():
+        return False  # nothing `escape_controls` escapes (every such character is unprintable)
     escaped = escape_controls(identifier)
     return escaped != identifier and escaped in text
 
