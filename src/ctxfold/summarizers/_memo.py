@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -52,12 +52,12 @@ class IdentityMemo(Generic[T]):
 class LineMemo(Generic[T]):
     """The per-line values of a line-local pass over text, remembered by line.
 
-    `batch` takes consecutive lines and returns one value per line: what the pass makes of
-    each, where the value of a line never depends on the lines around it (every pattern of the
-    pass matches within one line). Lines recur (a summary repeats most lines of the ones before
-    it, a ledger its entries), so `values` passes over the lines not seen before only, the
-    consecutive ones together in one `batch` call, since one pass over many lines costs less than
-    many passes over one each.
+    `batch` takes lines and returns one value per line: what the pass makes of each, where the
+    value of a line never depends on the lines around it (every pattern of the pass matches
+    within one line), so any lines may be passed together. Lines recur (a summary repeats most
+    lines of the ones before it, a ledger its entries), so `values` passes over the lines not
+    seen before only, all of a text's together in one `batch` call (each once), since one pass
+    over many lines costs less than many passes over one each.
 
     Bounded: at `maxsize` lines the memo starts afresh (costing one more pass over each line
     met again), and lines longer than `max_line_chars` (a minified file, a data dump) are
@@ -86,9 +86,26 @@ class LineMemo(Generic[T]):
         if "\n" not in text:
             found = known(text)
             return [found] if found is not None else self._pass([text])
+        lines = text.split("\n")
+        seen = [known(line) for line in lines]
+        new = list(dict.fromkeys(line for line, value in zip(lines, seen, strict=True)
+                                 if value is None))  # fmt: skip
+        if not new:
+            return cast(list[T], seen)  # none missing
+        made = self._pass(new)
+        if len(made) != len(new):
+            return made if new == lines else self._runs(lines)
+        fresh = dict(zip(new, made, strict=True))
+        return [fresh[line] if value is None else value
+                for line, value in zip(lines, seen, strict=True)]  # fmt: skip
+
+    def _runs(self, lines: list[str]) -> list[T]:
+        """The values of `lines`, each run of new ones passed over on its own and its values
+        used as they are: for a `batch` that gives another number of values than lines."""
+        known = self._lines.get
         out: list[T] = []
         pending: list[str] = []
-        for line in text.split("\n"):
+        for line in lines:
             found = known(line)
             if found is None:
                 pending.append(line)
