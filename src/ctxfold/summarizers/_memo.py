@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from operator import is_
 from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
@@ -29,10 +30,12 @@ class IdentityMemo(Generic[T]):
 
     def get(self, objects: tuple[object, ...], make: Callable[[], T], tag: Hashable = None) -> T:
         """The value remembered for `objects` and `tag`, else `make()`, remembered."""
-        key = (tuple(id(o) for o in objects), tag)
+        # Looked up for every message of every stretch: the ids and the identity check made
+        # by C-level maps (an equal key holds as many ids as `objects` has).
+        key = (tuple(map(id, objects)), tag)
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and all(a is b for a, b in zip(entry[0], objects, strict=True)):
+            if entry is not None and all(map(is_, entry[0], objects)):
                 self._entries.move_to_end(key)
                 return entry[1]
         made = make()
@@ -45,8 +48,8 @@ class IdentityMemo(Generic[T]):
     def holds(self, objects: tuple[object, ...], tag: Hashable = None) -> bool:
         """Whether a value is remembered for `objects` and `tag` (`get` would not make one)."""
         with self._lock:
-            entry = self._entries.get((tuple(id(o) for o in objects), tag))
-        return entry is not None and all(a is b for a, b in zip(entry[0], objects, strict=True))
+            entry = self._entries.get((tuple(map(id, objects)), tag))
+        return entry is not None and all(map(is_, entry[0], objects))
 
 
 class LineMemo(Generic[T]):
