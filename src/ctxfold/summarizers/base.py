@@ -218,23 +218,51 @@ def _words(text: str) -> list[str]:
         # Lowering ASCII text changes only A-Z, word characters both before and after: the
         # same words, lowered in one pass rather than one by one (`_ascii_words`).
         return _ascii_words(text.lower())
-    return [w.lower() for w in _WORD.findall(text)]
+    return [w.lower() for w in _other_words(text)]
 
 
 def _word_count(text: str) -> int:
     """``len(_WORD.findall(text))``."""
-    return len(_ascii_words(text) if text.isascii() else _WORD.findall(text))
+    if text.isascii():
+        return len(_ascii_words(text))
+    return sum(1 if piece.isascii() else len(_WORD.findall(_decoded(piece)))
+               for piece in _pieces(text))  # fmt: skip
 
 
 # In ASCII text a word character (`_WORD`) is a letter, a digit or "_": every other character
 # made a space, the words are what `str.split` finds, at a fraction of the regex engine's cost.
-# (Other text is left to the regex engine: `str.translate` is slow on it.)
 _NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+_NOT_WORD_BYTES = bytes.maketrans(
+    bytes(range(128)), bytes(c if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128))
+)
 
 
 def _ascii_words(text: str) -> list[str]:
     """``_WORD.findall(text)`` for ASCII `text`."""
     return text.translate(_NOT_WORD).split()
+
+
+def _other_words(text: str) -> list[str]:
+    """``_WORD.findall(text)`` for any `text`: a piece of it between ASCII characters that are
+    not word characters is one word when it is ASCII; only the others are read by the regex
+    engine, which costs many times what splitting does. (Split as UTF-8 bytes: `str.translate`
+    is slow on text that is not ASCII, and no byte of a character beyond ASCII is an ASCII
+    one.)"""
+    words: list[str] = []
+    for piece in _pieces(text):
+        if piece.isascii():
+            words.append(piece.decode("ascii"))
+        else:
+            words += _WORD.findall(_decoded(piece))
+    return words
+
+
+def _pieces(text: str) -> list[bytes]:
+    return text.encode("utf-8", "surrogatepass").translate(_NOT_WORD_BYTES).split()
+
+
+def _decoded(piece: bytes) -> str:
+    return piece.decode("utf-8", "surrogatepass")
 
 
 @functools.lru_cache(maxsize=64)
