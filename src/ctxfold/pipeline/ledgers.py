@@ -30,7 +30,7 @@ from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.ledger import Ledger, build_ledger, from_data, merge, render, to_data
 from ctxfold.summarizers.ledger.render import HEADING
-from ctxfold.summarizers.redact import redacted, redacted_all
+from ctxfold.summarizers.redact import redact_together, redacted
 
 SECTION_BREAK = f"\n\n{HEADING}"
 """Where a summary's ledger section begins: it is always the summary's last section."""
@@ -45,9 +45,12 @@ def stretch_ledger(view: WorkingView, start: int, end: int) -> Ledger:
     redact = view.rules.redact
     if redact is not None:
         # The messages to read, redacted together: each is then read on its own.
-        redacted_all(
-            [item.unmasked for item in view.items[start:end] if not item.synthetic], redact
-        )
+        unread = [
+            item.unmasked
+            for item in view.items[start:end]
+            if not item.synthetic and not _LEDGERS.holds((item.unmasked, redact), item.id)
+        ]
+        redact_together(unread, redact)
     out = Ledger()
     for index in range(start, end):
         try:

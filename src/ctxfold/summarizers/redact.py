@@ -208,9 +208,16 @@ _REDACTED: IdentityMemo[Message] = IdentityMemo(maxsize=65_536)
 
 
 def redacted_all(messages: Sequence[Message], redact: Redactor = redact_secrets) -> list[Message]:
-    """`redacted` of each of `messages`. With `redact_secrets`, the new lines of the messages
-    not redacted before are first passed over together: most messages are a few short lines,
-    and a sequence of passes over each costs more in setting the passes up than in reading."""
+    """`redacted` of each of `messages`, those not redacted before redacted together
+    (`redact_together`)."""
+    redact_together(messages, redact)
+    return [redacted(message, redact) for message in messages]
+
+
+def redact_together(messages: Sequence[Message], redact: Redactor = redact_secrets) -> None:
+    """Get `messages` ready for `redacted`: with `redact_secrets`, the new lines of those not
+    redacted before are passed over together. Most messages are a few short lines, and a
+    sequence of passes over each costs more in setting the passes up than in reading."""
     if redact is redact_secrets and len(messages) > 1:
         _LINES.learn(
             text
@@ -219,7 +226,6 @@ def redacted_all(messages: Sequence[Message], redact: Redactor = redact_secrets)
             for text in (message.content or "", *(call.arguments for call in message.tool_calls))
             if "-----BEGIN" not in text
         )
-    return [redacted(message, redact) for message in messages]
 
 
 def _url_password(match: re.Match[str]) -> str:
