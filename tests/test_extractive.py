@@ -7,9 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import transcript_params
 from ctxfold.messages import Message, ToolCall, read_jsonl
+from ctxfold.summarizers import extractive
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.summarizers.identifiers import QUOTED_NOTE, approximate_tokens, find_identifiers
 from ctxfold.summarizers.prompt import SECTIONS, build_request, parse_sections
@@ -268,3 +271,29 @@ def test_an_injection_in_tool_output_is_never_prose_in_an_extractive_summary(bud
         identifiers = parse_sections(text)["Identifiers"]
         assert f"Error: {INJECTION}" in identifiers
         assert f"\n{QUOTED_NOTE}\n" in text
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["I", "decided", "Decide", "CHOSE", "choosing", "instead", "Rather than", "because",
+             "so that", "ruled out", "won't", "Will not", "do not need", "does not need",
+             "The fix", "the Solution", "approach", "issue", "problem", "cause", "bug", "is",
+             "was", "will be", "seems", "Root cause", "I will use", "I'll use", "opted to", "opt",
+             "for", "Confirmed", "confirms", "the", " ", "  ", ".", "x", "é", "ſ"]
+        ),
+        max_size=12,
+    ).map(" ".join)
+)  # fmt: skip
+def test_a_sentence_is_a_decision_as_the_decision_pattern_says(sentence: str) -> None:
+    """Whether a sentence states a decision is what the decision pattern finds in it, questions
+    and requests aside, whatever words it is made of."""
+    expected = (
+        not (
+            sentence.endswith("?")
+            or sentence.lower().startswith(("please", "could you", "can you"))
+        )
+        and extractive._DECISION.search(sentence) is not None
+    )
+    assert extractive._is_decision(sentence) == expected

@@ -337,3 +337,13 @@ def test_a_one_megabyte_adversarial_line_is_handled(text: str) -> None:
     with its length; a quadratic one would hold this test for hours.)"""
     redacted = redact_secrets(text)
     assert redact_secrets(redacted) == redacted
+
+
+def test_a_flag_after_a_redacted_assignment_is_redacted_whole_on_any_line() -> None:
+    """A secret flag that follows a redacted assignment on its line is replaced whole, on the
+    first line of a text or on a later one: the flag's line is found where it stands after the
+    assignment's value was replaced."""
+    expected = f"password={REDACTED} --api-key {REDACTED}"
+    for before, after in (("notes\n", ""), ("notes\n", "\nmore"), ("", "")):
+        line = f"password=short1 --api-key {fake(ALNUM, 20)}"  # a line not redacted before
+        assert redact_secrets(f"{before}{line}{after}") == f"{before}{expected}{after}"

@@ -9,7 +9,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxfold.messages import Message
 from ctxfold.summarizers import _lines, identifiers, redact
+from ctxfold.summarizers.ledger import build, testruns
 
 # Pieces that make the patterns match: the literals themselves, pieces of them, and the
 # characters around identifiers, so generated texts hold matches and near-misses alike.
@@ -182,3 +184,109 @@ def test_every_secret_name_holds_a_secret_part(name: str) -> None:
         assert any(part in name.lower() for part in redact._SECRET_PARTS), name
     for word in (*redact._SECRET_WORDS, *redact._SECRET_PAIRS):
         assert any(part in word for part in redact._SECRET_PARTS), word
+
+
+# The plain forms of the patterns that start with their first character's class rather than
+# with a word boundary (which lets the regex engine skip to where they can match).
+_PLAIN_FORMS = {
+    identifiers._UUID: (
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    ),
+    identifiers._TICKET: r"\b[A-Z][A-Z0-9]+-\d+\b",
+    identifiers._CODE: r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b",
+    identifiers._TIMESTAMP: (
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    ),
+    identifiers._HASH: r"\b[0-9a-f]{7,40}\b",
+}  # fmt: skip
+_WORDS = st.lists(
+    st.sampled_from(
+        ["a", "f", "Z", "K", "0", "9", "٣", "²", "é", "ǅ", "_", "-", ".", ":", "/", " ", "\n", "T",
+         "deadbeef", "0123456", "ABC12", "X1Y2Z", "JIRA-12", "2024-05-15", "T10:20:30Z", "+02:00",
+         "123e4567-e89b-12d3-a456-426614174000", "a.b.py:12", "x/y.py", "main.c", ".json", ".py",
+         ".pyi", "py", "cfg", "h", "é.py", "-x.md", "~/a.txt", "a.py/b", "a.py-"]
+    ),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=600)
+@given(_WORDS, st.integers(min_value=0, max_value=8))
+def test_each_pattern_finds_what_its_plain_form_finds(text: str, start: int) -> None:
+    """A pattern written to start with its first character's class finds exactly the matches
+    of its plain form (``\\b`` before that class), from any position of any text."""
+    for pattern, plain in _PLAIN_FORMS.items():
+        expected = [(m.span(), m.group(0)) for m in re.compile(plain).finditer(text, start)]
+        assert [(m.span(), m.group(0)) for m in pattern.finditer(text, start)] == expected, plain
+
+
+@settings(max_examples=600)
+@given(_WORDS)
+def test_file_names_found_in_the_tokens_that_hold_an_extension_are_all_of_them(
+    text: str,
+) -> None:
+    """File names found in only the tokens that hold an extension are exactly those one pass
+    of the pattern over the whole text finds."""
+    name = identifiers._FILE_NAME
+    expected = [(m.span(), m.group(0)) for m in name.finditer(text)]
+    gate = identifiers._TOKEN_GATES[name]
+    assert [(m.span(), m.group(0)) for m in _lines.token_matches(name, gate, text)] == expected
+
+
+@settings(max_examples=400)
+@given(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED))
+def test_url_and_authorization_passes_over_their_lines_replace_what_whole_passes_do(
+    text: str,
+) -> None:
+    """The URL password and authorization passes, made over only the lines that hold what
+    every match holds (``://``; one of the authorization words, lowered, in ASCII text),
+    replace exactly what a pass over the whole text replaces."""
+    whole = redact._URL_PASSWORD.sub(redact._url_password, text)
+    assert _lines.sub_lines(redact._URL_PASSWORD, redact._url_password, ("://",), text) == whole
+    if text.isascii():
+        words = redact._AUTHORIZATION_WORDS
+        whole = redact._AUTHORIZATION.sub(redact._authorization, text)
+        gated = _lines.sub_lines(
+            redact._AUTHORIZATION, redact._authorization, words, text, text.lower()
+        )
+        assert gated == whole
+
+
+@settings(max_examples=200)
+@given(st.lists(st.one_of(_SECRET_TEXTS.map("".join), _ASSIGNED), max_size=6))
+def test_lines_redacted_together_come_out_as_each_redacted_alone(texts: list[str]) -> None:
+    """Lines redacted in one batch, ASCII and not mixed, come out as each line redacted alone;
+    and messages redacted together come out as each redacted alone."""
+    lines = [line for text in texts for line in text.split("\n") if "-----BEGIN" not in line]
+    assert redact._redact_lines(lines) == [redact._redact_whole(line) for line in lines]
+    messages = [Message("tool", text, tool_call_id="c") for text in texts]
+    together = redact.redacted_all(messages)
+    assert [m.content for m in together] == [redact.redact_secrets(text) for text in texts]
+
+
+_TEST_OUTPUTS = st.lists(
+    st.sampled_from(
+        ["=", "==== ", "3 passed", ", 1 failed", " in 0.12s", " in ", " (0:00:01)", " ====",
+         "Ran 3 tests in 0.01s", "Ran ", "OK", "FAILED (failures=1)", "test result: ok. 3 passed",
+         "Tests:  1 failed, 2 passed", "Tests:", "  4 passing", " failing", "2 failing",
+         "congratulations :)", "ERROR:  py39: commands failed", "ok  \tpkg/a\t0.1s", "ok\t",
+         "FAIL pkg/b", "FAIL", "no tests ran", "x", " ", "\t", "\n", "\n", "é"]
+    ),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(_TEST_OUTPUTS)
+def test_test_summaries_are_found_in_the_lines_that_hold_their_literals(output: str) -> None:
+    """Each test-summary pattern, passed over only the lines that hold one of its literals,
+    finds exactly what a pass over the whole output finds, so the outcome read is the same."""
+    for pattern, needs in testruns.NEEDS.items():
+        expected = [(m.span(), m.group(0)) for m in pattern.finditer(output)]
+        found = [(m.span(), m.group(0)) for m in _lines.matches(pattern, needs, output)]
+        assert found == expected, pattern.pattern
+    assert build.is_request(output) == (
+        bool(output.strip())
+        and not output.strip().startswith("[ctxfold:")
+        and not build._DEMONSTRATION.search(output.strip()[:4000])
+    )

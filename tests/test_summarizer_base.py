@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,12 @@ from ctxfold.summarizers import (
     FallbackSummarizer,
     SummaryRequest,
     SummaryResult,
+    base,
     build_request,
     redact_secrets,
 )
 from ctxfold.summarizers.base import as_summarizer, is_decline, is_echo, normalize_result
+from ctxfold.summarizers.prompt import instructions
 from ctxfold.testing.doubles import FunctionSummarizer
 
 SUMMARY = "## Objective\n- fix src/app.py\n## Decisions\n- nothing"
@@ -150,6 +153,38 @@ def test_copying_half_the_stretch_is_an_echo_and_less_is_not() -> None:
     half = len(words) // 2
     assert is_echo(" ".join(words[:half]), stretch)
     assert not is_echo(" ".join(words[: half - 1]), stretch)
+
+
+_ECHO_TEXTS = st.lists(
+    st.sampled_from(["word", "Word", "w2", "_", " ", "\n", "\n\n", "-", "é", "É", "İ", "ſ", "٣",
+                     "…", "src/a.py", "a b", "\t", "x", "\ud800", "\u2028", "\u00a0", "\x1f"]),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(_ECHO_TEXTS, st.lists(_ECHO_TEXTS, max_size=4), st.integers(min_value=0, max_value=30))
+def test_the_echo_test_reads_words_as_the_word_pattern_does(
+    text: str, identifiers: list[str], enough: int
+) -> None:
+    """The words the echo test reads (cheaply in ASCII text, and only as far as it must with
+    the identifiers taken out) are the words ``\\w+`` finds, lowered, however the text and the
+    identifiers are made; the instructions' runs are those of their words."""
+    assert base._words(text) == [w.lower() for w in re.findall(r"\w+", text)]
+    ranked = sorted(identifiers, key=len, reverse=True)
+    whole = base._without(text, ranked)
+    assert base._at_least_without(text, ranked, enough) == (
+        len(re.findall(r"\w+", whole)) >= enough
+    )
+    assert base._instruction_shingles(text) == frozenset(base._shingles(base._words(text)))
+
+
+def test_the_instructions_runs_are_those_of_their_words_at_every_limit() -> None:
+    """The runs of the instructions, worked out once for the part that does not change with
+    the length limit, are those of the whole instructions' words."""
+    for limit in (1, 16, 100, 999, 1024, 123_456):
+        text = instructions(limit)
+        assert base._instruction_shingles(text) == frozenset(base._shingles(base._words(text)))
 
 
 def test_a_summary_quoting_identifiers_and_errors_is_not_an_echo() -> None:

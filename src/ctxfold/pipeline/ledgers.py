@@ -30,7 +30,7 @@ from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.ledger import Ledger, build_ledger, from_data, merge, render, to_data
 from ctxfold.summarizers.ledger.render import HEADING
-from ctxfold.summarizers.redact import redacted
+from ctxfold.summarizers.redact import redact_together, redacted
 
 SECTION_BREAK = f"\n\n{HEADING}"
 """Where a summary's ledger section begins: it is always the summary's last section."""
@@ -42,6 +42,15 @@ _LEFT_OUT = re.compile(r"^\[[\d,]+ more (?:ledger entries were left out|in log)"
 
 def stretch_ledger(view: WorkingView, start: int, end: int) -> Ledger:
     """The ledger of what view positions `[start, end)` stand for (see the module docstring)."""
+    redact = view.rules.redact
+    if redact is not None:
+        # The messages to read, redacted together: each is then read on its own.
+        unread = [
+            item.unmasked
+            for item in view.items[start:end]
+            if not item.synthetic and not _LEDGERS.holds((item.unmasked, redact), item.id)
+        ]
+        redact_together(unread, redact)
     out = Ledger()
     for index in range(start, end):
         try:

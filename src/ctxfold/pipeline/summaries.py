@@ -219,12 +219,14 @@ def write_summary(
     ledger: LedgerPart,
     *,
     redact: Callable[[str], str] | None = None,
+    unheld: Sequence[str] | None = None,
 ) -> Written:
     """What to store for a summarizer's `text` of view positions `[start, end)`: checked for
     every identifier that the ledger section does not already hold (`verify`, adding what is
     missing within `ledger.budget` tokens), followed by the ledger section, with `redact` and
-    then the view's redactor applied, and framed with the log items it stands for."""
-    missing = [i for i in identifiers if not ledger.holds(i)]
+    then the view's redactor applied, and framed with the log items it stands for. `unheld`,
+    when given, is those identifiers, as the caller found them already (the request's)."""
+    missing = [i for i in identifiers if not ledger.holds(i)] if unheld is None else unheld
     checked = verify(text, missing, ledger.budget, view.count_text)
     joined = f"{checked.text}\n\n{ledger.section}" if ledger.section else checked.text
     body = view.redact(redact(joined) if redact else joined)

@@ -141,7 +141,14 @@ class Summarize:
         if is_echo(text, request):
             return "the summary echoed its input"
         written = write_summary(
-            view, start, end, text, full.identifiers, ledger, redact=self.redact
+            view,
+            start,
+            end,
+            text,
+            full.identifiers,
+            ledger,
+            redact=self.redact,
+            unheld=request.identifiers,
         )
         applied = yield Replace(
             start,

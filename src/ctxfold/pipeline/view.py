@@ -23,7 +23,7 @@ from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
 from ctxfold.session.projection import Item
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers._memo import IdentityMemo
-from ctxfold.summarizers.redact import redacted
+from ctxfold.summarizers.redact import redacted_all
 from ctxfold.tokens.budget import user_words_bound
 
 # The counts of the last notes weighed, per counter (by identity) and text.
@@ -185,7 +185,7 @@ class WorkingView:
         restoration, the summary (`summaries-redacted`)."""
         stretch = self.messages[start:end]
         redact = self.rules.redact
-        return [redacted(m, redact) for m in stretch] if redact else stretch
+        return redacted_all(stretch, redact) if redact else stretch
 
     def originals(self, start: int, end: int) -> list[Message]:
         """The messages at positions `[start, end)` as they were logged, before any mask (a
@@ -194,7 +194,7 @@ class WorkingView:
         secret back into a summary (`summaries-redacted`)."""
         logged = [item.unmasked for item in self.items[start:end]]
         redact = self.rules.redact
-        return [redacted(m, redact) for m in logged] if redact else logged
+        return redacted_all(logged, redact) if redact else logged
 
     def tokens(self, start: int, end: int) -> int:
         return sum(self.counts[start:end])

@@ -39,6 +39,49 @@ def matches(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> Iter
     )
 
 
+TOKEN_MARKS = frozenset("_.:-")
+"""With the letters and digits, the characters of a token (see `token_matches`)."""
+
+
+def token_matches(
+    pattern: re.Pattern[str], gate: re.Pattern[str], text: str
+) -> list[re.Match[str]]:
+    """The matches of `pattern` in `text`, in order, found by passing over only the tokens of
+    `text` that hold a match of `gate`. A token is a maximal run of word characters (letters,
+    digits, ``_``) and ``.``, ``:``, ``-`` (`TOKEN_MARKS`).
+
+    For a pattern whose every match is such a run and holds a match of `gate` (a file name
+    holds ``.py`` or another extension), found by one pass of `gate` over `text` (gate matches
+    are made of token characters, and never overlap one another). A pattern that tries every
+    word of a line costs a pass of the regex engine over it; a gate that starts with a literal
+    lets the engine skip to where it can match, so most lines cost next to nothing.
+
+    A match found from a token's start is the one the whole text gives: the tokens before it
+    hold none, the engine's lookbehinds see the characters before ``pos``, and ``endpos``
+    leaves one character after the token for its lookaheads and word boundaries to read.
+    """
+    found: list[re.Match[str]] = []
+    size = len(text)
+    end = -1
+    for hit in gate.finditer(text):
+        at = hit.start()
+        if at < end:
+            continue  # in the token just passed over
+        start = at
+        while start and _in_token(text[start - 1]):
+            start -= 1
+        end = hit.end()
+        while end < size and _in_token(text[end]):
+            end += 1
+        found += pattern.finditer(text, start, min(end + 1, size))
+    return found
+
+
+def _in_token(char: str) -> bool:
+    # `str.isalnum` is the regex engine's test for a word character other than "_".
+    return char.isalnum() or char in TOKEN_MARKS
+
+
 def lines_holding(text: str, needs: tuple[str, ...]) -> list[tuple[int, int]]:
     """The spans of `text` made of whole lines (newlines left out at their ends) that cover
     every line holding one of `needs`, in order; neighbouring such lines make one span."""

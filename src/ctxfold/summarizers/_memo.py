@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from operator import is_
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -29,10 +30,12 @@ class IdentityMemo(Generic[T]):
 
     def get(self, objects: tuple[object, ...], make: Callable[[], T], tag: Hashable = None) -> T:
         """The value remembered for `objects` and `tag`, else `make()`, remembered."""
-        key = (tuple(id(o) for o in objects), tag)
+        # Looked up for every message of every stretch: the ids and the identity check made
+        # by C-level maps (an equal key holds as many ids as `objects` has).
+        key = (tuple(map(id, objects)), tag)
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and all(a is b for a, b in zip(entry[0], objects, strict=True)):
+            if entry is not None and all(map(is_, entry[0], objects)):
                 self._entries.move_to_end(key)
                 return entry[1]
         made = make()
@@ -42,16 +45,22 @@ class IdentityMemo(Generic[T]):
                 self._entries.popitem(last=False)
         return made
 
+    def holds(self, objects: tuple[object, ...], tag: Hashable = None) -> bool:
+        """Whether a value is remembered for `objects` and `tag` (`get` would not make one)."""
+        with self._lock:
+            entry = self._entries.get((tuple(map(id, objects)), tag))
+        return entry is not None and all(map(is_, entry[0], objects))
+
 
 class LineMemo(Generic[T]):
     """The per-line values of a line-local pass over text, remembered by line.
 
-    `batch` takes consecutive lines and returns one value per line: what the pass makes of
-    each, where the value of a line never depends on the lines around it (every pattern of the
-    pass matches within one line). Lines recur (a summary repeats most lines of the ones before
-    it, a ledger its entries), so `values` passes over the lines not seen before only, the
-    consecutive ones together in one `batch` call, since one pass over many lines costs less than
-    many passes over one each.
+    `batch` takes lines and returns one value per line: what the pass makes of each, where the
+    value of a line never depends on the lines around it (every pattern of the pass matches
+    within one line), so any lines may be passed together. Lines recur (a summary repeats most
+    lines of the ones before it, a ledger its entries), so `values` passes over the lines not
+    seen before only, all of a text's together in one `batch` call (each once), since one pass
+    over many lines costs less than many passes over one each.
 
     Bounded: at `maxsize` lines the memo starts afresh (costing one more pass over each line
     met again), and lines longer than `max_line_chars` (a minified file, a data dump) are
@@ -80,9 +89,26 @@ class LineMemo(Generic[T]):
         if "\n" not in text:
             found = known(text)
             return [found] if found is not None else self._pass([text])
+        lines = text.split("\n")
+        seen = [known(line) for line in lines]
+        new = list(dict.fromkeys(line for line, value in zip(lines, seen, strict=True)
+                                 if value is None))  # fmt: skip
+        if not new:
+            return cast(list[T], seen)  # none missing
+        made = self._pass(new)
+        if len(made) != len(new):
+            return made if new == lines else self._runs(lines)
+        fresh = dict(zip(new, made, strict=True))
+        return [fresh[line] if value is None else value
+                for line, value in zip(lines, seen, strict=True)]  # fmt: skip
+
+    def _runs(self, lines: list[str]) -> list[T]:
+        """The values of `lines`, each run of new ones passed over on its own and its values
+        used as they are: for a `batch` that gives another number of values than lines."""
+        known = self._lines.get
         out: list[T] = []
         pending: list[str] = []
-        for line in text.split("\n"):
+        for line in lines:
             found = known(line)
             if found is None:
                 pending.append(line)
@@ -94,6 +120,24 @@ class LineMemo(Generic[T]):
         if pending:
             out += self._pass(pending)
         return out
+
+    def learn(self, texts: Iterable[str]) -> None:
+        """Pass over the lines of `texts` not seen before, all in one `batch` call, and remember
+        their values: for a caller about to ask for the values of many short texts one by one
+        (the messages of a stretch), where one pass over all their new lines costs less than
+        one pass over the new lines of each. A line's value never depends on the lines around
+        it, so lines from different texts may be passed together. Lines too long to keep are
+        left for `values` to pass over, which it does every time."""
+        known = self._lines
+        longest = self.max_line_chars
+        pending = {
+            line: None
+            for text in texts
+            for line in text.split("\n")
+            if len(line) <= longest and line not in known
+        }
+        if pending:
+            self._pass(list(pending))
 
     def _pass(self, lines: list[str]) -> list[T]:
         made = list(self.batch(lines))

@@ -136,22 +136,23 @@ def is_echo(summary: SummaryResult | str | None, request: SummaryRequest) -> boo
     text = summary.text if isinstance(summary, SummaryResult) else summary
     if not text or not text.strip():
         return False
-    words = _words(text)
     instructions = _instruction_shingles(request.instructions)
-    if instructions:
-        shared = len(instructions & _shingles(words))
-        if shared * 4 >= len(instructions):
-            return True
+    if instructions and _shared_count(_words(text), instructions) * 4 >= len(instructions):
+        return True
     # Identifiers are taken out of both sides: a summary must copy them, so they prove nothing.
     identifiers = sorted(request.identifiers, key=len, reverse=True)
     own = _words(_without(text, identifiers))
-    record_text = _without(request.record or render_record(request.messages), identifiers)
-    content_text = _without(_content(request), identifiers) if request.messages else record_text
+    record_text = request.record or render_record(request.messages)
+    content_text = _content(request) if request.messages else record_text
     # Most summaries have far fewer words than their stretch, which settles it (below) once the
     # stretch's words are seen to pass twice the summary's: count them only that far.
     enough = max(len(own) * 2, SHINGLE - 1) + 1
-    if _at_least(record_text, enough) and _at_least(content_text, enough):
+    if _at_least_without(record_text, identifiers, enough) and (
+        content_text is record_text or _at_least_without(content_text, identifiers, enough)
+    ):
         return False
+    record_text = _without(record_text, identifiers)
+    content_text = _without(content_text, identifiers) if request.messages else record_text
     record = _words(record_text)
     content = _words(content_text) if request.messages else record
     size = min(len(record), len(content))
@@ -177,6 +178,29 @@ def _without(text: str, identifiers: list[str]) -> str:
     return text
 
 
+def _at_least_without(text: str, identifiers: list[str], n: int) -> bool:
+    """``_at_least(_without(text, identifiers), n)``, with the identifiers taken out of only as
+    much of `text` as it reads: the stretch is long, and its first lines mostly settle it.
+
+    An identifier without a newline is found, and replaced by a space, within one line, so
+    taking the identifiers out of the text line by line gives the same lines, and a run of
+    whole lines holds the words of its own lines alone."""
+    if any(not identifier or "\n" in identifier for identifier in identifiers):
+        return _at_least(_without(text, identifiers), n)
+    found = 0
+    start = 0
+    size = 8 * n
+    while start < len(text):
+        cut = text.find("\n", start + size)
+        end = len(text) if cut < 0 else cut
+        found += _word_count(_without(text[start:end], identifiers))
+        if found >= n:
+            return True
+        start = end + 1
+        size *= 4
+    return found >= n
+
+
 def _at_least(text: str, n: int) -> bool:
     """Whether `text` has `n` words or more (as many as `_words` finds), read only about that
     far: a prefix never has more words than the whole (a word it cuts is one word in both)."""
@@ -192,16 +216,91 @@ def _at_least(text: str, n: int) -> bool:
 def _words(text: str) -> list[str]:
     if text.isascii():
         # Lowering ASCII text changes only A-Z, word characters both before and after: the
-        # same words, lowered in one pass rather than one by one.
-        return _WORD.findall(text.lower())
-    return [w.lower() for w in _WORD.findall(text)]
+        # same words, lowered in one pass rather than one by one (`_ascii_words`).
+        return _ascii_words(text.lower())
+    return [w.lower() for w in _other_words(text)]
+
+
+def _word_count(text: str) -> int:
+    """``len(_WORD.findall(text))``."""
+    if text.isascii():
+        return len(_ascii_words(text))
+    return sum(1 if piece.isascii() else len(_WORD.findall(_decoded(piece)))
+               for piece in _pieces(text))  # fmt: skip
+
+
+# In ASCII text a word character (`_WORD`) is a letter, a digit or "_": every other character
+# made a space, the words are what `str.split` finds, at a fraction of the regex engine's cost.
+_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+_NOT_WORD_BYTES = bytes.maketrans(
+    bytes(range(128)), bytes(c if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128))
+)
+
+
+def _ascii_words(text: str) -> list[str]:
+    """``_WORD.findall(text)`` for ASCII `text`."""
+    return text.translate(_NOT_WORD).split()
+
+
+def _other_words(text: str) -> list[str]:
+    """``_WORD.findall(text)`` for any `text`: a piece of it between ASCII characters that are
+    not word characters is one word when it is ASCII; only the others are read by the regex
+    engine, which costs many times what splitting does. (Split as UTF-8 bytes: `str.translate`
+    is slow on text that is not ASCII, and no byte of a character beyond ASCII is an ASCII
+    one.)"""
+    words: list[str] = []
+    for piece in _pieces(text):
+        if piece.isascii():
+            words.append(piece.decode("ascii"))
+        else:
+            words += _WORD.findall(_decoded(piece))
+    return words
+
+
+def _pieces(text: str) -> list[bytes]:
+    return text.encode("utf-8", "surrogatepass").translate(_NOT_WORD_BYTES).split()
+
+
+def _decoded(piece: bytes) -> str:
+    return piece.decode("utf-8", "surrogatepass")
 
 
 @functools.lru_cache(maxsize=64)
 def _instruction_shingles(instructions: str) -> frozenset[tuple[str, ...]]:
     """The runs of the instructions, which differ only by their length limit from request to
-    request: worked out once for each."""
-    return frozenset(_shingles(_words(instructions)))
+    request: worked out once for each. The limit is said in their last paragraph, so the runs
+    of the paragraphs before it are worked out once for all of them (`_head_shingles`); a
+    paragraph break holds no word, so the words of the whole are those of the head and then
+    those of the last paragraph."""
+    cut = instructions.rfind("\n\n")
+    if cut < 0:
+        return frozenset(_shingles(_words(instructions)))
+    head, runs = _head_shingles(instructions[:cut])
+    return runs | _shingles([*head[-(SHINGLE - 1) :], *_words(instructions[cut:])])
+
+
+@functools.lru_cache(maxsize=16)
+def _head_shingles(head: str) -> tuple[list[str], frozenset[tuple[str, ...]]]:
+    words = _words(head)
+    return words, frozenset(_shingles(words))
+
+
+def _shared_count(words: list[str], known: frozenset[tuple[str, ...]]) -> int:
+    """``len(known & _shingles(words))``: a run of `words` is built only where its first word
+    starts one of `known`."""
+    firsts = _firsts(known)
+    return len(
+        {
+            run
+            for i in range(len(words) - SHINGLE + 1)
+            if words[i] in firsts and (run := tuple(words[i : i + SHINGLE])) in known
+        }
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _firsts(runs: frozenset[tuple[str, ...]]) -> frozenset[str]:
+    return frozenset(run[0] for run in runs)
 
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:

@@ -46,6 +46,13 @@ _DECISION = re.compile(
     r"confirm(?:ed|s)?)\b",
     re.IGNORECASE,
 )
+# One of these is in every match of `_DECISION` in ASCII text, once lowered.
+_DECISION_WORDS = (
+    "decid", "chose", "choos", "instead", "rather than", "because", "so that", "ruled out",
+    "won't", "will not", "not need", "the fix", "the solution", "the approach", "the issue",
+    "the problem", "the cause", "the bug", "root cause", "i will use", "i'll use", "opt",
+    "confirm",
+)  # fmt: skip
 _PLAN = re.compile(
     r"\b(?:I'll|I will|I'm going to|I am going to|let's|let me|next,? I|now,? I|I need to|"
     r"we need to|next step|plan(?:ning)? to|then I)\b",
@@ -282,8 +289,11 @@ def _failure(outcome: Outcome) -> str:
 
 def _is_decision(sentence: str) -> bool:
     # Questions and requests to the user are not choices made, even when they say "confirm".
-    if sentence.endswith("?") or sentence.lower().startswith(("please", "could you", "can you")):
+    lowered = sentence.lower()
+    if sentence.endswith("?") or lowered.startswith(("please", "could you", "can you")):
         return False
+    if sentence.isascii() and not any(word in lowered for word in _DECISION_WORDS):
+        return False  # most sentences: `in` rules them out at a fraction of a regex pass
     return _DECISION.search(sentence) is not None
 
 

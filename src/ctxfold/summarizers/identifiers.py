@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from ctxfold.messages import Message
 from ctxfold.messages.escapes import escape_controls
-from ctxfold.summarizers._lines import matches
+from ctxfold.summarizers._lines import matches, token_matches
 from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 from ctxfold.summarizers.quoting import code_span
 
@@ -67,8 +67,13 @@ _ERROR_WORDS = (
 )  # fmt: skip
 _PROMPT_LINE = re.compile(r"^[ \t]*\$[ \t]+(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`\]\[)(]+")
+# Where a pattern would start with a word boundary before a class of word characters (``\bX``),
+# it starts with the class and then looks behind it (``X(?<!\wX)``): the same matches, but the
+# regex engine skips ahead to the next character of the class instead of trying every position
+# of the text (tests/test_scan_literals.py holds each to its plain form).
 _UUID = re.compile(
-    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"[0-9a-fA-F](?<!\w[0-9a-fA-F])"
+    r"[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
 _EMAIL = re.compile(r"\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b")
 _WINDOWS_PATH = re.compile(
@@ -82,26 +87,36 @@ _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
 _EXTENSION = re.compile(r"\.[A-Za-z][\w]{0,7}$")
 _NUMBERS = re.compile(r"[\d_-]+")
 _NUMBERED = re.compile(r"\d+(?:[-_]\d+)*[A-Za-z]*")
-_TICKET = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b")
-_CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,20}\b")
+_TICKET = re.compile(r"[A-Z](?<!\w[A-Z])[A-Z0-9]+-\d+\b")
+# A code holds a digit and a capital: after a digit, a capital must follow in its run, and the
+# other way round.
+_CODE = re.compile(
+    r"[A-Z0-9](?<!\w[A-Z0-9])(?:(?<=\d)(?=[A-Z0-9]*[A-Z])|(?<=[A-Z])(?=[A-Z0-9]*\d))"
+    r"[A-Z0-9]{4,19}\b"
+)
 _ISSUE = re.compile(r"(?<![\w&#])#\d{1,7}\b")
 _SNAKE_ID = re.compile(r"\b[A-Za-z][A-Za-z0-9-]*_[\w-]*")
-_FILE_NAME = re.compile(
-    r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|ipynb|js|mjs|ts|tsx|jsx|json|yaml|yml|toml|cfg"
+_FILE_EXTENSIONS = (
+    r"(?:py|pyi|pyx|ipynb|js|mjs|ts|tsx|jsx|json|yaml|yml|toml|cfg"
     r"|ini|md|rst|txt|c|h|cc|cpp|hpp|go|rs|java|kt|rb|php|sh|sql|html|css|xml|csv|lock|log)"
-    r"(?::\d+)?\b(?![\w/-])"
 )
+_FILE_NAME = re.compile(
+    rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.{_FILE_EXTENSIONS}(?::\d+)?\b(?![\w/-])"
+)
+# What every file name holds: its extension, after which a word ends. Only the tokens that hold
+# one are scanned for file names (`token_matches`).
+_FILE_EXTENSION = re.compile(rf"\.{_FILE_EXTENSIONS}\b")
 # Spans that look like identifiers but are not: timestamps (their pieces read as codes) and sed
 # expressions (s/old/new/ reads as a path).
 _TIMESTAMP = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
 )
 _SED = re.compile(r"(?<![\w/.])\d*(?:,\d*)?s/(?:[^/\n\\]|\\.)*/(?:[^/\n\\]|\\.)*/[gIip0-9]*")
 # The quoted script of a sed command (addresses such as /def/p read as paths).
 _SED_SCRIPT = re.compile(r"(?<=\bsed)(?:[ \t]+-[A-Za-z]+)*[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\")")
 # Call ids in the shapes the providers give them (OpenAI call_..., Anthropic toolu_...).
 _CALL_ID = re.compile(r"\b(?:call|toolu|toolu_bdrk)_[A-Za-z0-9]{8,}\b")
-_HASH = re.compile(r"\b[0-9a-f]{7,40}\b")
+_HASH = re.compile(r"[0-9a-f](?<!\w[0-9a-f])[0-9a-f]{6,39}\b")
 
 _SHELL_TOOLS = frozenset(
     {"bash", "shell", "sh", "zsh", "terminal", "run", "exec", "execute", "run_command",
@@ -191,11 +206,16 @@ def kind_of(identifier: str) -> Kind:
     return "command" if " " in identifier else "id"
 
 
-def _scan(source: str | Message | Iterable[Message]) -> Iterator[Identifier]:
+def _scan(source: str | Message | Sequence[Message]) -> Iterator[Identifier]:
     if isinstance(source, str):
         yield from _scan_text(source)
         return
     messages = [source] if isinstance(source, Message) else source
+    if len(messages) > 1:
+        # The texts of the messages not scanned before, their new lines in one pass: most
+        # messages are a few short lines, and a pass of every pattern over each costs more in
+        # setting the passes up than in scanning.
+        _LINES.learn(m.text for m in messages if not _MESSAGE_IDENTIFIERS.holds((m,)))
     for message in messages:
         yield from _MESSAGE_IDENTIFIERS.get((message,), functools.partial(_scan_message, message))
 
@@ -306,7 +326,12 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     starts: list[int] = []
     ends: list[int] = []
     for pattern, kind, accept, needs in _SPAN_PATTERNS:
-        for match in matches(pattern, needs, text):
+        gate = _TOKEN_GATES.get(pattern)
+        if gate is None:
+            found = matches(pattern, needs, text)
+        else:
+            found = token_matches(pattern, gate, text)
+        for match in found:
             start, end = match.span()
             before = bisect.bisect_left(starts, end)
             if before and ends[before - 1] > start:
@@ -388,6 +413,10 @@ _SPAN_PATTERNS: tuple[
     (_ISSUE, "id", _any, ("#",)),
     (_SNAKE_ID, "id", _snake_id, ("_",)),
 )
+_TOKEN_GATES = {_FILE_NAME: _FILE_EXTENSION}
+"""Patterns found in the tokens that hold a match of their gate (`token_matches`) rather than
+in the lines that hold their literal: a file name is tried at every word of a line that holds
+a ".", and nearly every line does."""
 
 
 @dataclass(frozen=True)
@@ -475,6 +504,8 @@ def _holds(text: str, identifier: str) -> bool:
     """Whether `text` holds `identifier` verbatim, or as quoted with its controls escaped."""
     if identifier in text:
         return True
+    if identifier.isprintable():
+        return False  # nothing `escape_controls` escapes (every such character is unprintable)
     escaped = escape_controls(identifier)
     return escaped != identifier and escaped in text
 

@@ -121,9 +121,17 @@ def redact_secrets(text: str) -> str:
 
 
 def _redact_lines(lines: list[str]) -> list[str]:
-    """The redactions of consecutive `lines` (no key block among them), made in one pass over
-    them joined."""
-    return _redact_whole("\n".join(lines)).split("\n")
+    """The redactions of `lines` (no key block among them), made in one pass over them joined:
+    one over the ASCII lines and one over the others, since a pass over text that is not all
+    ASCII cannot skip the lines that lack a secret's name (see `_redact_whole`)."""
+    plain = [line.isascii() for line in lines]
+    if not lines:
+        return []
+    if all(plain) or not any(plain):
+        return _redact_whole("\n".join(lines)).split("\n")
+    ascii_lines = iter(_redact_lines([line for line, a in zip(lines, plain, strict=True) if a]))
+    others = iter(_redact_lines([line for line, a in zip(lines, plain, strict=True) if not a]))
+    return [next(ascii_lines) if a else next(others) for a in plain]
 
 
 _LINES: LineMemo[str] = LineMemo(_redact_lines)
@@ -137,20 +145,24 @@ def _redact_whole(text: str) -> str:
     if "hooks.slack.com/" in text:
         text = _SLACK_HOOK.sub(rf"\1{REDACTED}", text)
     # A pass is skipped where a literal every match holds is absent: `in` costs a fraction of
-    # a pass of the regex engine. The case-insensitive words are looked for in lowered text
-    # only when it is ASCII (elsewhere a letter such as "ſ" matches "s" without lowering to it).
-    if "://" in text:
-        text = _URL_PASSWORD.sub(_url_password, text)
-    if not text.isascii() or any(word in text.lower() for word in _AUTHORIZATION_WORDS):
+    # a pass of the regex engine; and made over only the lines that hold one (`sub_lines`),
+    # since every match lies within one line. The case-insensitive words are looked for in
+    # lowered text only when it is ASCII (elsewhere a letter such as "ſ" matches "s" without
+    # lowering to it).
+    text = sub_lines(_URL_PASSWORD, _url_password, ("://",), text)
+    if text.isascii():
+        text = sub_lines(_AUTHORIZATION, _authorization, _AUTHORIZATION_WORDS, text, text.lower())
+    else:
         text = _AUTHORIZATION.sub(_authorization, text)
     # An assignment or a flag is redacted only under a name that says it is secret, and every
     # such name holds one of `_SECRET_PARTS` once lowered: only the lines that do are passed
     # over (`sub_lines`). Lowering keeps the places of ASCII characters only; other text is
     # passed over wherever an assignment or a flag can stand.
     if text.isascii():
-        lowered = text.lower()
-        text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, lowered)
-        text = sub_lines(_FLAG, _flag, _SECRET_PARTS, text, lowered)
+        text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, text.lower())
+        # Lowered again: a value redacted above changed the length of its line, and the lines
+        # of the lowered text must stand where the text's do.
+        text = sub_lines(_FLAG, _flag, _SECRET_PARTS, text, text.lower())
     else:
         text = sub_lines(_ASSIGNMENT, _assignment, (":", "="), text)
         text = sub_lines(_FLAG, _flag, ("-",), text)
@@ -193,6 +205,27 @@ def redacted(message: Message, redact: Redactor = redact_secrets) -> Message:
 
 
 _REDACTED: IdentityMemo[Message] = IdentityMemo(maxsize=65_536)
+
+
+def redacted_all(messages: Sequence[Message], redact: Redactor = redact_secrets) -> list[Message]:
+    """`redacted` of each of `messages`, those not redacted before redacted together
+    (`redact_together`)."""
+    redact_together(messages, redact)
+    return [redacted(message, redact) for message in messages]
+
+
+def redact_together(messages: Sequence[Message], redact: Redactor = redact_secrets) -> None:
+    """Get `messages` ready for `redacted`: with `redact_secrets`, the new lines of those not
+    redacted before are passed over together. Most messages are a few short lines, and a
+    sequence of passes over each costs more in setting the passes up than in reading."""
+    if redact is redact_secrets and len(messages) > 1:
+        _LINES.learn(
+            text
+            for message in messages
+            if not _REDACTED.holds((message, redact))
+            for text in (message.content or "", *(call.arguments for call in message.tool_calls))
+            if "-----BEGIN" not in text
+        )
 
 
 def _url_password(match: re.Match[str]) -> str:

@@ -71,6 +71,9 @@ _TIMED_OUT = re.compile(r"\btimed out\b|\btimeout expired\b", re.IGNORECASE)
 _REJECTED = re.compile(r"^Your proposed edit has introduced new syntax error", re.MULTILINE)
 _LINT_LINE = re.compile(r"^- (E\d{3} .+)$", re.MULTILINE)
 _DEMONSTRATION = re.compile(r"^Here is a demonstration|--- DEMONSTRATION ---")
+_DEMONSTRATION_WORDS = ("Here is a demonstration", "--- DEMONSTRATION ---")
+"""One of these is in every match of `_DEMONSTRATION`: `in` rules most texts out at a fraction
+of the regex engine's cost."""
 
 
 def build_ledger(entries: Iterable[tuple[int, Message]]) -> Ledger:
@@ -349,6 +352,10 @@ def _key(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+def _is_demonstration(text: str) -> bool:
+    return any(word in text for word in _DEMONSTRATION_WORDS) and bool(_DEMONSTRATION.search(text))
+
+
 def is_request(text: str) -> bool:
     """Whether a user message's `text` is a real request: not empty, not a note ctxfold wrote,
     and not a harness's demonstration of how to use its interface."""
@@ -356,5 +363,5 @@ def is_request(text: str) -> bool:
     return (
         bool(stripped)
         and not stripped.startswith("[ctxfold:")
-        and not _DEMONSTRATION.search(stripped[:4000])
+        and not _is_demonstration(stripped[:4000])
     )

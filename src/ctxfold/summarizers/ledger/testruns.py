@@ -12,6 +12,8 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from ctxfold.summarizers._lines import matches
+
 PYTHONS = re.compile(r"^(?:python(?:\d+(?:\.\d+)?)?|pypy\d*)$")
 """Program names that are a Python interpreter."""
 
@@ -50,6 +52,18 @@ _OTHER_SUMMARIES = (
     re.compile(r"^[ \t]*(congratulations :\)|ERROR: +\S+: commands failed)", re.MULTILINE),
 )
 _GO_PACKAGE = re.compile(r"^(ok|FAIL)[ \t]+\S+", re.MULTILINE)
+NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _PYTEST: (" in ",),
+    _UNITTEST_RAN: ("Ran ",),
+    _OTHER_SUMMARIES[0]: ("test result: ",),
+    _OTHER_SUMMARIES[1]: ("Tests:",),
+    _OTHER_SUMMARIES[2]: (" passing", " failing"),
+    _OTHER_SUMMARIES[3]: ("congratulations :)", ": commands failed"),
+    _GO_PACKAGE: ("ok ", "ok\t", "FAIL ", "FAIL\t"),
+}
+"""For each summary pattern, the literals one of which every match holds, on its line: every
+output a test run gives is read for every summary, and an output is mostly lines that hold
+none of them, which the passes skip (`ctxfold.summarizers._lines.matches`)."""
 
 
 def test_target(program: str, words: list[str]) -> str | None:
@@ -106,12 +120,12 @@ def test_outcome(output: str) -> str | None:
     """The test outcome an output reports (``"3 failed, 42 passed"``, ``"Ran 12 tests: OK"``),
     verbatim from its summary line; None when it shows none."""
     found = None
-    for match in _PYTEST.finditer(output):
+    for match in matches(_PYTEST, NEEDS[_PYTEST], output):
         found = match.group(1) or match.group(2)
     if found:
         return found
     ran = None
-    for match in _UNITTEST_RAN.finditer(output):
+    for match in matches(_UNITTEST_RAN, NEEDS[_UNITTEST_RAN], output):
         ran = match
     if ran is not None:
         end = None
@@ -119,11 +133,11 @@ def test_outcome(output: str) -> str | None:
             end = match.group(1)
         return f"Ran {ran.group(1)} tests: {end}" if end else f"Ran {ran.group(1)} tests"
     for pattern in _OTHER_SUMMARIES:
-        for match in pattern.finditer(output):
+        for match in matches(pattern, NEEDS[pattern], output):
             found = match.group(1)
         if found:
             return found
-    packages = [m.group(1) for m in _GO_PACKAGE.finditer(output)]
+    packages = [m.group(1) for m in matches(_GO_PACKAGE, NEEDS[_GO_PACKAGE], output)]
     if packages:
         return f"{packages.count('ok')} ok, {packages.count('FAIL')} FAIL"
     return None
