@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxfold._assembled import assembled
 from ctxfold.errors import BudgetError, InvalidHistoryError
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
@@ -410,11 +411,9 @@ def _request(
     prefix_tokens: int,
     compaction: int | None,
 ) -> Request:
-    """``Request(...)``, made as its `__init__` makes it (`Request` checks nothing) with its
-    fields set at once: the generated `__init__` of a frozen dataclass sets each field through
-    `object.__setattr__`, which for seven fields costs more than the rest of a request's
-    bookkeeping. A replay makes one per model request."""
-    request = _new(Request)
+    """``Request(...)`` with its fields set at once (`assembled`; `Request` checks nothing): for
+    seven fields the constructor costs more than the rest of a request's bookkeeping, and a
+    replay makes one per model request."""
     fields = {
         "turn": turn,
         "message": message,
@@ -424,12 +423,7 @@ def _request(
         "prefix_tokens": prefix_tokens,
         "compaction": compaction,
     }
-    _set(request, "__dict__", fields)
-    return request
-
-
-_new = object.__new__
-_set = object.__setattr__
+    return assembled(Request, fields)
 
 
 def _before_request(messages: Sequence[Message], index: int) -> bool:

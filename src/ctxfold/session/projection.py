@@ -24,6 +24,7 @@ from collections.abc import Iterable, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ctxfold._assembled import assembled
 from ctxfold.errors import InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
     COMPACTION,
@@ -92,22 +93,13 @@ class Item:
         return self.covers if self.covers is not None else (self.id, self.id)
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
 def original_item(seq: int, message: Message) -> Item:
     """``Item(seq, message, "message", seq)``: the item of an original message event.
 
     A cold start makes a hundred thousand of these, and an append one, so only the three
-    fields that differ from item to item are set, all at once (the dataclass's `__init__` sets
-    each through `object.__setattr__`); the others read their defaults from the class, where
-    `dataclass` keeps every plain default. Equality, hashing, `repr` and `dataclasses.replace`
-    read fields by attribute, so the item is the same value, and reading a default costs no
-    more than reading a field set on the item."""
-    item = _new(Item)
-    _set(item, "__dict__", {"id": seq, "message": message, "key": seq})
-    return item
+    fields that differ from item to item are set, all at once (`assembled`); the others read
+    their defaults from the class, which costs no more than reading a field set on the item."""
+    return assembled(Item, {"id": seq, "message": message, "key": seq})
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit, urlunsplit
 
+from ctxfold._assembled import assembled
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, FreshEvent, NewEvent
 
@@ -267,11 +268,8 @@ def decode_event(session_id: str, seq: int, type_: str, data: str, created_at: f
 
 
 def stored_event(session_id: str, seq: int, type_: str, data: Any, created_at: float) -> Event:
-    """``Event(session_id, seq, type_, data, created_at)``, made as its `__init__` makes it
-    (`Event` checks nothing) with its fields set at once: a store makes one for each event it
-    appends or reads, and the generated `__init__` sets each field through
-    `object.__setattr__`, which is a third of the cost."""
-    event = _new(Event)
+    """``Event(session_id, seq, type_, data, created_at)`` with its fields set at once
+    (`assembled`; `Event` checks nothing): a store makes one for each event it appends or reads."""
     fields = {
         "session_id": session_id,
         "seq": seq,
@@ -279,21 +277,14 @@ def stored_event(session_id: str, seq: int, type_: str, data: Any, created_at: f
         "data": data,
         "created_at": created_at,
     }
-    _set(event, "__dict__", fields)
-    return event
+    return assembled(Event, fields)
 
 
 def fresh_event(type_: str, data: dict[str, Any]) -> FreshEvent:
     """``FreshEvent(type_, data)`` for a `type_` known to be a non-empty string (the session
     layer's ``message``), made as `stored_event` makes an `Event`: one per appended message,
-    without the generated `__init__`'s field-by-field sets and the check of `type_`."""
-    event = _new(FreshEvent)
-    _set(event, "__dict__", {"type": type_, "data": data})
-    return event
-
-
-_new = object.__new__
-_set = object.__setattr__
+    without the check of `type_`."""
+    return assembled(FreshEvent, {"type": type_, "data": data})
 
 
 def decode_data(data: str) -> Any:
