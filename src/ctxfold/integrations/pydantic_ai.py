@@ -35,7 +35,6 @@ from ctxfold.integrations._common import (
     needs_compaction,
     plain_extra,
     source_of,
-    with_source,
 )
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
@@ -272,10 +271,7 @@ class _Conversation:
                 # worker thread, with the response. Anything else is converted here, once.
                 counted = conv.counted_form(given)
                 if counted is None:
-                    counted = [
-                        with_source(m, ["m", position, part])
-                        for part, m in enumerate(conv.to_messages(given, index=position))
-                    ]
+                    counted = conv.to_messages(given, index=position, sourced=True)
                     converted[position] = (given, counted)
                 adding.extend(counted)
             if not fits_ahead(compactor, self.session, adding):
@@ -315,7 +311,7 @@ class _Conversation:
             mirrored = self._mirror == (self.session.last_seq, start)
             logged: dict[int, list[Message]] = {}
             for position in range(start, len(history)):
-                if ["m", position, 0] in self.index:
+                if ("m", position, 0) in self.index.seq_of:
                     mirrored = False
                     continue
                 kept = early.get(position)
@@ -325,13 +321,8 @@ class _Conversation:
             # What `ahead` left unconverted (a run's prompt) and what came since (its response),
             # in one pass.
             unconverted = [position for position, messages in logged.items() if not messages]
-            for position, converted in zip(
-                unconverted, conv.to_messages_at(history, unconverted), strict=True
-            ):
-                logged[position] = [
-                    with_source(message, ["m", position, part])
-                    for part, message in enumerate(converted)
-                ]
+            converted = conv.to_messages_at(history, unconverted, sourced=True)
+            logged.update(zip(unconverted, converted, strict=True))
             new: list[Message] = []
             for position, messages in logged.items():
                 self._split[position] = len(messages)
