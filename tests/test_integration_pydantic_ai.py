@@ -43,7 +43,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ctxfold import InvalidInputError, MemoryStore
+from ctxfold import InvalidInputError, MemoryStore, Message
 from ctxfold.integrations import _pydantic_ai_messages as conv
 from ctxfold.integrations.pydantic_ai import CtxfoldCapability
 from ctxfold.storage.base import EventStore
@@ -423,3 +423,60 @@ async def test_a_run_stopped_after_the_model_answered_leaves_the_log_valid_and_n
         history = result.all_messages()
     texts = [m.content for m in logged_messages(restarted.session("pa-stop"))]
     assert texts == ["one", "answer 1", "two", "answer 3", "three", "answer 5", "four", "answer 7"]
+
+
+class Spied(CtxfoldCapability):
+    """Records whether each model request was handed back the request context it was given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.as_given: list[bool] = []
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        out = await super().before_model_request(ctx, request_context)
+        self.as_given.append(out is request_context)
+        return out
+
+
+def echo(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Answers with what the last request said, and how many messages the model was sent."""
+    said = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
+    return ModelResponse(parts=[TextPart(f"{said[-1] if said else ''} after {len(messages)}")])
+
+
+async def test_a_continuing_run_with_nothing_to_compact_sends_the_history_as_held() -> None:
+    """Until something changes the projection, a run that continues the log has its request
+    context handed back untouched: the model sees exactly the history pydantic-ai holds."""
+    capability = Spied(store=MemoryStore(), compactor=compactor())
+    agent = Agent(FunctionModel(echo), capabilities=[capability])
+    history: list[ModelMessage] = []
+    for prompt in ("one", "two", "three"):
+        result = await agent.run(prompt, message_history=history, conversation_id="pa-as")
+        history = result.all_messages()
+    # The first run looks at the store; the next ones go ahead with the history as given.
+    assert capability.as_given == [False, True, True]
+    assert [m.content for m in logged_messages(capability.session("pa-as"))] == [
+        "one", "one after 1", "two", "two after 3", "three", "three after 5"
+    ]  # fmt: skip
+
+
+async def test_a_change_to_the_projection_between_runs_reaches_the_next_request() -> None:
+    """A retraction or a note the application makes between runs changes what the model is
+    sent next, though the history passed is the same as before."""
+    capability = Spied(store=MemoryStore(), compactor=compactor())
+    agent = Agent(FunctionModel(echo), capabilities=[capability])
+    history: list[ModelMessage] = []
+    for prompt in ("one", "two"):
+        result = await agent.run(prompt, message_history=history, conversation_id="pa-edit")
+        history = result.all_messages()
+    session = capability.session("pa-edit")
+    session.retract()  # the answer to "two" leaves the projection
+    result = await agent.run("three", message_history=history, conversation_id="pa-edit")
+    # "one", its answer, and "two" with "three" (pydantic-ai joins consecutive requests)
+    assert result.output == "three after 3"
+    history = result.all_messages()
+    session.append(Message("user", "a note from the application"))
+    result = await agent.run("four", message_history=history, conversation_id="pa-edit")
+    # ... the answer to "three", and the note with "four"
+    assert result.output == "four after 5"
+    assert capability.as_given == [False, True, False, False]

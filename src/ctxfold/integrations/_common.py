@@ -228,6 +228,17 @@ class Segments(Generic[M]):
         """Converted messages, after the segments so far."""
         self._parts.extend(messages)
 
+    def prefix(self) -> int | None:
+        """How many of the framework's messages the segments are, counted from its first, when
+        they are exactly those and nothing else (no converted message, no gap); else None."""
+        parts = self._parts
+        if not parts:
+            return 0
+        first = parts[0]
+        if len(parts) == 1 and isinstance(first, range) and first.start == 0:
+            return first.stop
+        return None
+
     def render(self, framework: Sequence[M] = ()) -> list[M]:
         """The segments as one list, positions read from `framework`, the framework's own list."""
         if not self._ranges:

@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
 )
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.integrations._common import KEY
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
 
@@ -56,20 +57,26 @@ CALLS = frozenset({"tool-call", "tool-search-call", "capability-load-call"})
 """Response parts whose answer comes back as a request part with the same tool_call_id."""
 
 
-def to_messages(message: Any, *, index: int) -> list[Message]:
+def to_messages(message: Any, *, index: int, sourced: bool = False) -> list[Message]:
     """One pydantic-ai message as ctxfold messages (one for a response, one per speaking part
     of a request). Raises `InvalidInputError` naming the message for a shape that cannot be
-    carried."""
-    (converted,) = to_messages_at([message], [0], names=[index])
+    carried. `sourced`: as for `to_messages_at`, `index` the position."""
+    (converted,) = to_messages_at([message], [0], names=[index], sourced=sourced)
     return converted
 
 
 def to_messages_at(
-    history: Sequence[Any], positions: Sequence[int], *, names: Sequence[int] | None = None
+    history: Sequence[Any],
+    positions: Sequence[int],
+    *,
+    names: Sequence[int] | None = None,
+    sourced: bool = False,
 ) -> list[list[Message]]:
     """`to_messages` of the history's messages at `positions`, serialized in one pass (a run's
     new prompt and response are logged together). An error names the message by its position,
-    or by its entry in `names`."""
+    or by its entry in `names`. `sourced`: each message carries its key in the log,
+    ``["m", position, part]`` under ``extra["ctxfold"]`` (`with_source`), made with it rather
+    than copied to add it."""
     if not positions:
         return []
     messages = [history[p] for p in positions]
@@ -96,10 +103,11 @@ def to_messages_at(
     out: list[list[Message]] = []
     for index, message, data in zip(named, messages, dumped, strict=True):
         parts: list[dict[str, Any]] = data.pop("parts")
+        source = index if sourced else None
         if message.kind == "response":
-            out.append([_response(data, parts)])
+            out.append([_response(data, parts, source)])
         else:
-            out.append(_request(data, parts, index))
+            out.append(_request(data, parts, index, source))
     return out
 
 
@@ -182,7 +190,13 @@ def _serializable(message: ModelMessage) -> bool:
     return True
 
 
-def _response(header: dict[str, Any], parts: list[dict[str, Any]]) -> Message:
+def _extra(kept: dict[str, Any], source: int | None, part: int) -> dict[str, Any]:
+    if source is None:
+        return {NAMESPACE: kept}
+    return {NAMESPACE: kept, KEY: {"source": ["m", source, part]}}
+
+
+def _response(header: dict[str, Any], parts: list[dict[str, Any]], source: int | None) -> Message:
     calls = tuple(
         ToolCall(str(p["tool_call_id"]), str(p.get("tool_name") or p["part_kind"]), _args(p))
         for p in parts
@@ -192,11 +206,13 @@ def _response(header: dict[str, Any], parts: list[dict[str, Any]]) -> Message:
         "assistant",
         _response_content(parts),
         tool_calls=calls,
-        extra={NAMESPACE: {"header": header, "parts": parts}},
+        extra=_extra({"header": header, "parts": parts}, source, 0),
     )
 
 
-def _request(header: dict[str, Any], parts: list[dict[str, Any]], index: int) -> list[Message]:
+def _request(
+    header: dict[str, Any], parts: list[dict[str, Any]], index: int, source: int | None
+) -> list[Message]:
     chunks: list[list[dict[str, Any]]] = []
     riders: list[dict[str, Any]] = []
     for part in parts:
@@ -213,9 +229,9 @@ def _request(header: dict[str, Any], parts: list[dict[str, Any]], index: int) ->
     return [
         Message(
             *_role_and_id(chunk, index),
-            extra={NAMESPACE: {"header": header, "parts": chunk, "group": index}},
+            extra=_extra({"header": header, "parts": chunk, "group": index}, source, part),
         )
-        for chunk in chunks
+        for part, chunk in enumerate(chunks)
     ]
 
 

@@ -35,7 +35,6 @@ from ctxfold.integrations._common import (
     needs_compaction,
     plain_extra,
     source_of,
-    with_source,
 )
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
     from ctxfold.compactor import Compactor
     from ctxfold.integrations._common import RecallTool
     from ctxfold.session import Session
-    from ctxfold.session.projection import Item
     from ctxfold.storage.base import EventStore
     from ctxfold.tokens import Budget
 
@@ -114,6 +112,8 @@ class CtxfoldCapability(AbstractCapability[Any]):
         known = self._conversations.known(ctx.conversation_id)
         if known is not None:
             ahead = known.ahead(request_context.messages, self.compactor)
+            if ahead is request_context.messages:
+                return request_context  # the projection is the history as given
             if ahead is not None:
                 return dataclasses.replace(request_context, messages=ahead)
         # One trip to a worker thread when no compaction is due, the usual case.
@@ -229,6 +229,10 @@ class _Conversation:
         self._converted: dict[int, tuple[Any, list[Message]]] = {}
         """What `ahead` converted and left to `record`, by position: the history's message
         and its logged form."""
+        self._mirror: tuple[int, int] | None = None
+        """(seq, n): while the session's last seq is seq, the projection is exactly the
+        history's first n messages, each the history's own object: a request then sends the
+        history as it is, with nothing projected (`ahead`)."""
         self._lock = threading.Lock()
 
     @property
@@ -242,7 +246,9 @@ class _Conversation:
         """The projection for a request whose new messages are all requests (a run's first
         request: the user's prompt) when no compaction is due with them counted in, worked out
         from what the session holds, with no look at the store and nothing appended; else None,
-        and the request goes through `record` and `projection` as any other.
+        and the request goes through `record` and `projection` as any other. `history` itself
+        when the projection is the history as it is (`_mirror`), the usual case until the
+        first compaction: nothing is converted or copied for it.
 
         The new messages are logged with the rest of the run when it ends (`after_run`), in one
         append. Should the process stop before then, the log holds nothing of the run, so a new
@@ -265,17 +271,18 @@ class _Conversation:
                 # worker thread, with the response. Anything else is converted here, once.
                 counted = conv.counted_form(given)
                 if counted is None:
-                    counted = [
-                        with_source(m, ["m", position, part])
-                        for part, m in enumerate(conv.to_messages(given, index=position))
-                    ]
+                    counted = conv.to_messages(given, index=position, sourced=True)
                     converted[position] = (given, counted)
                 adding.extend(counted)
             if not fits_ahead(compactor, self.session, adding):
                 return None
             self._converted = converted
             self._history = list(history)
-            out = self._project(self.session.items(fresh=False))
+            if self._mirror == (self.session.last_seq, start):
+                # What the last `record` appended left the projection the history's own
+                # messages: `_project` folds those items in when a projection is next needed.
+                return history if isinstance(history, list) else list(history)
+            out = self._project(fresh=False)
             out.extend(tail)
             return out
 
@@ -299,9 +306,13 @@ class _Conversation:
             newest = self.index.newest
             start = source_of(newest)[1] + 1 if newest is not None else 0
             early, self._converted = self._converted, {}
+            # The projection stays the history's own messages when it was before this append
+            # and the append adds every new position, whole, and nothing else lands with it.
+            mirrored = self._mirror == (self.session.last_seq, start)
             logged: dict[int, list[Message]] = {}
             for position in range(start, len(history)):
-                if ["m", position, 0] in self.index:
+                if ("m", position, 0) in self.index.seq_of:
+                    mirrored = False
                     continue
                 kept = early.get(position)
                 logged[position] = (
@@ -310,19 +321,22 @@ class _Conversation:
             # What `ahead` left unconverted (a run's prompt) and what came since (its response),
             # in one pass.
             unconverted = [position for position, messages in logged.items() if not messages]
-            for position, converted in zip(
-                unconverted, conv.to_messages_at(history, unconverted), strict=True
-            ):
-                logged[position] = [
-                    with_source(message, ["m", position, part])
-                    for part, message in enumerate(converted)
-                ]
+            converted = conv.to_messages_at(history, unconverted, sourced=True)
+            logged.update(zip(unconverted, converted, strict=True))
             new: list[Message] = []
             for position, messages in logged.items():
                 self._split[position] = len(messages)
+                mirrored = mirrored and bool(messages)
                 new.extend(messages)
             if new:
-                self.index.fold(self.session.append(new, expected_seq=expected))
+                seq = self.session.last_seq
+                stored = self.session.append(new, expected_seq=expected)
+                self.index.fold(stored)
+                # Freshly converted pieces of whole positions project back to those positions
+                # (`_whole`); the seqs say no other writer's event was folded with them.
+                last = self.session.last_seq
+                if mirrored and stored[0].seq == seq + 1 and last == seq + len(new):
+                    self._mirror = (last, len(history))
                 newest = self.index.newest
                 if newest is not None:
                     # Just converted from this very object: the next call that passes it again
@@ -359,10 +373,15 @@ class _Conversation:
         is handed back as the history's own object (pydantic-ai then sees exactly what it holds
         and compares nothing twice); summaries, notes and cleared results are converted."""
         with self._lock:
-            return self._project(self.session.items(fresh=fresh))
+            return self._project(fresh=fresh)
 
-    def _project(self, items: Sequence[Item]) -> list[ModelMessage]:
-        """`projection` of `items`; the lock is held."""
+    def _project(self, *, fresh: bool) -> list[ModelMessage]:
+        """`projection`; the lock is held."""
+        if fresh:
+            self.session.refresh()
+        # The seq first: an event folded in between can only make `_mirror` look out of date.
+        seq = self.session.last_seq
+        items = self.session.items(fresh=False)
         new, restarted = self._segments.new_items(items, self._pieces)
         if restarted:
             self._group = []
@@ -379,9 +398,12 @@ class _Conversation:
                 self._group = [piece]
         self._segments.done(items)
         out = self._segments.render(self._history)
+        mirrored = self._segments.prefix()
         if self._group:
             position = self._whole(self._group)
             out.append(self._history[position] if position is not None else _merged(self._group))
+            mirrored = position + 1 if position is not None and position == mirrored else None
+        self._mirror = (seq, mirrored) if mirrored is not None else None
         return out
 
     def _close(self, group: list[_Piece]) -> None:
