@@ -18,7 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
@@ -151,10 +151,20 @@ class TextCounts:
         """
         if not getattr(self.counter, "line_additive", False):
             return self(text)
-        tokens = self._counts.get(text)
+        counts = self._counts
+        tokens = counts.get(text)
         if tokens is not None:
             return tokens
-        return sum(self(piece) for piece in split_lines(text))
+        pieces = split_lines(text)
+        # Looked up in one pass in C: most pieces were counted before, and a call per piece
+        # cost more than the lookups. A piece not remembered is counted (and kept) on its own.
+        known = list(map(counts.get, pieces))
+        if None not in known:
+            return sum(cast("list[int]", known))
+        return sum(
+            self(piece) if found is None else found
+            for piece, found in zip(pieces, known, strict=True)
+        )
 
     def __call__(self, text: str) -> int:
         tokens = self._counts.get(text)
