@@ -229,11 +229,15 @@ def _read(request: SummaryRequest) -> _Draft:
                 status = f"exit {outcome.exit_code}, " if outcome.exit_code is not None else ""
                 work.text += f" → {status}{outcome.lines:,} lines of output"
             last_run[work.text.split(" → ")[0]] = work
-            for test in _FAILED_TEST.findall(message.text):
-                failing_tests[test] = None
-            for passed in _PASSED_TEST.findall(message.text):
-                for test in passed:
-                    failing_tests.pop(test, None)
+            # Each pattern is passed only over an output that holds its word: the regex engine
+            # tries a line start at every character, and most outputs name no test.
+            if "FAILED" in message.text:
+                for test in _FAILED_TEST.findall(message.text):
+                    failing_tests[test] = None
+            if "PASSED" in message.text:
+                for passed in _PASSED_TEST.findall(message.text):
+                    for test in passed:
+                        failing_tests.pop(test, None)
     for waiting in open_calls.values():
         for position in waiting:
             draft.outstanding.append(f"no result yet: {draft.work[position].text}")
