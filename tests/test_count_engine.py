@@ -8,11 +8,14 @@ transcript, and check that it steps aside when it is missing or disagrees.
 from __future__ import annotations
 
 import random
+import re
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import transcript_params
 from ctxfold.messages import Message
@@ -189,6 +192,21 @@ def _drafts(seed: int = 15) -> list[str]:
         lines = [rng.choice(starts) + rng.choice(corpus)[:80] for _ in range(rng.randint(2, 12))]
         drafts.append("\n".join(lines) + rng.choice(["", "\n", " \n", "\n\n", "."]))
     return drafts
+
+
+_LINE_TEXTS = st.lists(
+    st.sampled_from(["\n", "\n\n", "/", " ", "a", "#", "-", "~", "\x7f", "\t", "\r", "é", "`",
+                     "!", "0", "\x1f"]),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(_LINE_TEXTS)
+def test_split_lines_cuts_just_after_each_newline_before_a_line_start(text: str) -> None:
+    """The pieces are what splitting at every position just after a newline and before a
+    printable ASCII character other than "/" gives: the cut the counts add up over."""
+    assert split_lines(text) == re.split(r"(?<=\n)(?=[!-.0-~])", text)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)

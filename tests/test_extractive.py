@@ -297,3 +297,36 @@ def test_a_sentence_is_a_decision_as_the_decision_pattern_says(sentence: str) ->
         and extractive._DECISION.search(sentence) is not None
     )
     assert extractive._is_decision(sentence) == expected
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["I'll", "I will", "i", "will", "I'm going to", "I am going to", "going", "Let's",
+             "LET ME", "let", "next", "Next, I", "next I", "now, I", "Now I", "I need to",
+             "We need to", "need", "next step", "plan to", "Planning to", "planned", "then I",
+             "Then", "to", "the", " ", ",", ".", "x", "é", "ſ", "ı", "İ", "K"]
+        ),
+        max_size=12,
+    ).map(" ".join)
+)  # fmt: skip
+def test_a_sentence_states_a_plan_as_the_plan_pattern_says(sentence: str) -> None:
+    """Whether a sentence states a plan is what the plan pattern finds in it, whatever words
+    it is made of: the sentences the words rule out are ones where it finds nothing."""
+    assert extractive._states_plan(sentence) == (extractive._PLAN.search(sentence) is not None)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(["FAILED", "PASSED", "FAIL", "PASS", "ED", "tests/a.py::test_b", "::",
+                         "x", " ", "\t", "\n", "é"]),
+        max_size=16,
+    ).map("".join)
+)  # fmt: skip
+def test_the_test_outcome_patterns_find_nothing_without_their_word(output: str) -> None:
+    """`_read` passes the failed- and passed-test patterns only over an output that holds
+    "FAILED" or "PASSED": every match of each holds its word."""
+    assert "FAILED" in output or not extractive._FAILED_TEST.findall(output)
+    assert "PASSED" in output or not extractive._PASSED_TEST.findall(output)

@@ -157,7 +157,8 @@ def test_copying_half_the_stretch_is_an_echo_and_less_is_not() -> None:
 
 _ECHO_TEXTS = st.lists(
     st.sampled_from(["word", "Word", "w2", "_", " ", "\n", "\n\n", "-", "é", "É", "İ", "ſ", "٣",
-                     "…", "src/a.py", "a b", "\t", "x", "\ud800", "\u2028", "\u00a0", "\x1f"]),
+                     "…", "→", "–", "—", "src/a.py", "a b", "\t", "x", "\ud800", "\u2028", "\u00a0",
+                     "\x1f"]),
     max_size=40,
 ).map("".join)  # fmt: skip
 

@@ -214,19 +214,25 @@ def _at_least(text: str, n: int) -> bool:
 
 
 def _words(text: str) -> list[str]:
-    if text.isascii():
-        # Lowering ASCII text changes only A-Z, word characters both before and after: the
-        # same words, lowered in one pass rather than one by one (`_ascii_words`).
-        return _ascii_words(text.lower())
-    return [w.lower() for w in _other_words(text)]
+    if not text.isascii():
+        spaced = _spaced(text)
+        if spaced is None:
+            return [w.lower() for w in _other_words(text)]
+        text = spaced
+    # Lowering ASCII text changes only A-Z, word characters both before and after: the
+    # same words, lowered in one pass rather than one by one (`_ascii_words`).
+    return _ascii_words(text.lower())
 
 
 def _word_count(text: str) -> int:
     """``len(_WORD.findall(text))``."""
-    if text.isascii():
-        return len(_ascii_words(text))
-    return sum(1 if piece.isascii() else len(_WORD.findall(_decoded(piece)))
-               for piece in _pieces(text))  # fmt: skip
+    if not text.isascii():
+        spaced = _spaced(text)
+        if spaced is None:
+            return sum(1 if piece.isascii() else len(_WORD.findall(_decoded(piece)))
+                       for piece in _pieces(text))  # fmt: skip
+        text = spaced
+    return len(_ascii_words(text))
 
 
 # In ASCII text a word character (`_WORD`) is a letter, a digit or "_": every other character
@@ -240,6 +246,22 @@ _NOT_WORD_BYTES = bytes.maketrans(
 def _ascii_words(text: str) -> list[str]:
     """``_WORD.findall(text)`` for ASCII `text`."""
     return text.translate(_NOT_WORD).split()
+
+
+def _spaced(text: str) -> str | None:
+    """`text` with the arrows, ellipses and dashes ctxfold writes made spaces, when that
+    leaves it ASCII: none of them is a word character (`_WORD`), so the same words, in text
+    the ASCII path reads; else None. Summaries and records are ASCII but for those, which
+    sent all their text down the slower path (`_other_words`)."""
+    for char in _WRITTEN:
+        if char in text:
+            text = text.replace(char, " ")
+    return text if text.isascii() else None
+
+
+_WRITTEN = ("→", "…", "–", "—")
+"""Characters beyond ASCII that ctxfold's summaries and records hold (``str.replace`` of
+each is a scan in C, where finding any character beyond ASCII is one in the regex engine)."""
 
 
 def _other_words(text: str) -> list[str]:

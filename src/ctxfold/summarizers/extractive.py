@@ -58,6 +58,11 @@ _PLAN = re.compile(
     r"we need to|next step|plan(?:ning)? to|then I)\b",
     re.IGNORECASE,
 )
+# One of these is in every match of `_PLAN` in ASCII text, once lowered.
+_PLAN_WORDS = (
+    "i'll", "i will", "i'm going to", "i am going to", "let's", "let me", "next", "now",
+    "i need to", "we need to", "plan", "then i",
+)  # fmt: skip
 # The command at the start of a work line: "bash: `pytest -x` → ...".
 _LABEL = re.compile(r"^(?:THOUGHT|Thought|PLAN|Plan):\s*")
 _COMMAND_SPAN = re.compile(r"^\S+: (`+)( ?)(.+?)\2\1(?!`)")
@@ -196,7 +201,7 @@ def _read(request: SummaryRequest) -> _Draft:
             for sentence in _sentences(message.text):
                 if _is_decision(sentence) and _clip(sentence) not in draft.decisions:
                     draft.decisions.append(_clip(sentence))
-                if _PLAN.search(sentence):
+                if _states_plan(sentence):
                     plan = sentence
             for call in message.tool_calls:
                 work = _Work(_gist(call.name, call.arguments), failed=False)
@@ -224,11 +229,15 @@ def _read(request: SummaryRequest) -> _Draft:
                 status = f"exit {outcome.exit_code}, " if outcome.exit_code is not None else ""
                 work.text += f" → {status}{outcome.lines:,} lines of output"
             last_run[work.text.split(" → ")[0]] = work
-            for test in _FAILED_TEST.findall(message.text):
-                failing_tests[test] = None
-            for passed in _PASSED_TEST.findall(message.text):
-                for test in passed:
-                    failing_tests.pop(test, None)
+            # Each pattern is passed only over an output that holds its word: the regex engine
+            # tries a line start at every character, and most outputs name no test.
+            if "FAILED" in message.text:
+                for test in _FAILED_TEST.findall(message.text):
+                    failing_tests[test] = None
+            if "PASSED" in message.text:
+                for passed in _PASSED_TEST.findall(message.text):
+                    for test in passed:
+                        failing_tests.pop(test, None)
     for waiting in open_calls.values():
         for position in waiting:
             draft.outstanding.append(f"no result yet: {draft.work[position].text}")
@@ -295,6 +304,17 @@ def _is_decision(sentence: str) -> bool:
     if sentence.isascii() and not any(word in lowered for word in _DECISION_WORDS):
         return False  # most sentences: `in` rules them out at a fraction of a regex pass
     return _DECISION.search(sentence) is not None
+
+
+def _states_plan(sentence: str) -> bool:
+    """Whether `_PLAN` finds a stated plan in `sentence`. An ASCII sentence that holds none of
+    its words (once lowered) is not passed to the pattern, which the regex engine tries at
+    every position, case-insensitively; most sentences hold none."""
+    if sentence.isascii():
+        lowered = sentence.lower()
+        if not any(word in lowered for word in _PLAN_WORDS):
+            return False
+    return _PLAN.search(sentence) is not None
 
 
 def _gist(name: str, arguments: str) -> str:

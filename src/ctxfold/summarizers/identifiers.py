@@ -164,14 +164,9 @@ def extract_identifiers(source: str | Message | Iterable[Message]) -> list[str]:
 def error_lines(text: str) -> list[str]:
     """The error strings of `text` (exception lines, ``error: ...``, ``FAILED ...``), in order,
     each cut to its name and a short message."""
-    if not _may_hold_error(text):
-        return []
-    return [short_error(match.group(1)) for match in _ERROR_LINE.finditer(text)]
-
-
-def _may_hold_error(text: str) -> bool:
-    """False when `text` holds none of the words every error line holds: no need to scan it."""
-    return any(word in text for word in _ERROR_WORDS)
+    # Over the lines that hold an error word only: a whole tool output (as a mask replaces
+    # it) is mostly lines the regex engine would try at every start for nothing.
+    return [short_error(match.group(1)) for match in matches(_ERROR_LINE, _ERROR_WORDS, text)]
 
 
 def short_error(line: str) -> str:

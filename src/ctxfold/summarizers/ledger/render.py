@@ -20,11 +20,12 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.summarizers.identifiers import approximate_tokens
-from ctxfold.summarizers.ledger.values import Command, ErrorEntry, FileEntry, Ledger
+from ctxfold.summarizers.ledger.values import Command, Decision, ErrorEntry, FileEntry, Ledger
 from ctxfold.summarizers.quoting import head_at_boundary
 from ctxfold.summarizers.record import LEDGER_HEADING
 
@@ -47,13 +48,20 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MIN_TASK_CHARS = 40
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     section: str
     order: tuple[int, ...]  # where it is shown within its section
     rank: tuple[int, ...]  # when it is kept: lower first
     full: str
     short: str | None = None
+    # (text, text + "\n") for each way to show it, longest first: what is weighed is the line
+    # with its newline, made once per entry rather than once per render that weighs it.
+    options: tuple[tuple[str, str], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        full = (self.full, self.full + "\n")
+        self.options = (full, (self.short, self.short + "\n")) if self.short else (full,)
 
 
 def render(
@@ -95,15 +103,14 @@ def render(
     opened: set[str] = set()
     used = 0
     task_budget = max_tokens // 4 if task_tokens is None else max(0, task_tokens)
-    for entry in sorted(entries, key=lambda e: e.rank):
+    for entry in sorted(entries, key=_RANK):
         header = 0 if entry.section in opened else title_costs[entry.section]
+        options = entry.options
         if entry.section == "Task":
             text = _task_text(ledger, min(task_budget, available - used - header), count)
-            options = [text] if text else []
-        else:
-            options = [entry.full] + ([entry.short] if entry.short else [])
-        for text in options:
-            cost = header + count(text + "\n")
+            options = ((text, text + "\n"),) if text else ()
+        for text, line in options:
+            cost = header + count(line)
             if used + cost <= available:
                 chosen.append((entry, text))
                 opened.add(entry.section)
@@ -146,46 +153,73 @@ def _entries(ledger: Ledger) -> list[_Entry]:
             rank = (2, -command.seq) if latest else (5, -command.seq)
             out.append(_Entry("Tests", (command.seq,), rank, _test_line(command)))
             continue
-        line, short, lookup = _command_lines(command)
-        rank = (5, -command.seq) if lookup else (4, -command.seq)
-        out.append(_Entry("Commands", (command.seq,), rank, line, short))
+        out.append(_command_entry(command))
     seen: dict[str, int] = {}
     for index, decision in enumerate(ledger.decisions):
         seen[decision.text] = index  # a repeated sentence is shown once, where it was said last
     for index, decision in enumerate(ledger.decisions):
         if seen[decision.text] != index:
             continue
-        text = _escape(decision.text) + ("…" if decision.clipped else "")
-        rank = (3, -decision.seq) if decision.kind == "decision" else (5, -decision.seq)
-        line = f"- log {decision.seq} ({decision.kind}): {text}"
-        out.append(_Entry("Decisions", (decision.seq, index), rank, line))
+        out.append(_decision_entry(decision, index))
     return out
 
 
-def _command_lines(command: Command) -> tuple[str, str, bool]:
-    """A command's entry in full and shortened, and whether it only looks something up.
+_RANK = attrgetter("rank")
 
-    Remembered by the command's identity: a ledger is rendered again at every compaction, and
-    merging keeps the commands of the ledgers it joins (a command is a new object only once
-    its result arrives), so most commands of a render were formatted by the one before."""
-    found = _COMMAND_LINES.get(id(command))
-    if found is not None and found[0] is command:
-        return found[1]
-    status = _status(command)
-    made = (
-        f"- log {command.seq}: {_command_text(command)}{status}",
-        f"- log {command.seq}: {_code(_clip(command.text, 60))}{status}",
-        _is_lookup(command),
-    )
-    if len(_COMMAND_LINES) >= _MAX_COMMANDS:
-        _COMMAND_LINES.clear()  # bounded; starting afresh costs one formatting of each again
-    # Holding the command keeps its id from being reused while the entry lives.
-    _COMMAND_LINES[id(command)] = (command, made)
+
+def _decision_entry(decision: Decision, index: int) -> _Entry:
+    """A decision's entry, the `index`-th decision of its ledger.
+
+    Remembered by the decision's identity and index, as `_command_entry` remembers a
+    command's: merging keeps the decisions of the ledgers it joins, so most decisions of a
+    render were shown by the one before, at the same index when the ledger starts where that
+    one started."""
+    found = _DECISION_ENTRIES.get(id(decision))
+    if found is not None and found[0] is decision and found[1] == index:
+        return found[2]
+    text = _escape(decision.text) + ("…" if decision.clipped else "")
+    rank = (3, -decision.seq) if decision.kind == "decision" else (5, -decision.seq)
+    line = f"- log {decision.seq} ({decision.kind}): {text}"
+    made = _Entry("Decisions", (decision.seq, index), rank, line)
+    if len(_DECISION_ENTRIES) >= _MAX_REMEMBERED:
+        _DECISION_ENTRIES.clear()
+    _DECISION_ENTRIES[id(decision)] = (decision, index, made)
     return made
 
 
-_COMMAND_LINES: dict[int, tuple[Command, tuple[str, str, bool]]] = {}
-_MAX_COMMANDS = 65_536
+_DECISION_ENTRIES: dict[int, tuple[Decision, int, _Entry]] = {}
+
+
+def _command_entry(command: Command) -> _Entry:
+    """A command's entry (not a test run's): in full and shortened, kept after the calls that
+    act when it only looks something up.
+
+    Remembered by the command's identity: a ledger is rendered again at every compaction, and
+    merging keeps the commands of the ledgers it joins (a command is a new object only once
+    its result arrives), so most commands of a render were formatted by the one before. An
+    entry is shared by the renders that show it: only the newest changed file and open error
+    have their entry changed by `_entries`, and those are made afresh each time."""
+    found = _COMMAND_ENTRIES.get(id(command))
+    if found is not None and found[0] is command:
+        return found[1]
+    status = _status(command)
+    rank = (5, -command.seq) if _is_lookup(command) else (4, -command.seq)
+    made = _Entry(
+        "Commands",
+        (command.seq,),
+        rank,
+        f"- log {command.seq}: {_command_text(command)}{status}",
+        f"- log {command.seq}: {_code(_clip(command.text, 60))}{status}",
+    )
+    if len(_COMMAND_ENTRIES) >= _MAX_REMEMBERED:
+        _COMMAND_ENTRIES.clear()  # bounded; starting afresh costs one formatting of each again
+    # Holding the command keeps its id from being reused while the entry lives.
+    _COMMAND_ENTRIES[id(command)] = (command, made)
+    return made
+
+
+_COMMAND_ENTRIES: dict[int, tuple[Command, _Entry]] = {}
+_MAX_REMEMBERED = 65_536
 
 
 def _file_entry(index: int, entry: FileEntry) -> _Entry:
