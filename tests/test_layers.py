@@ -16,7 +16,13 @@ PACKAGE = SRC / "ctxfold"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("ctxfold.errors", "ctxfold._drive", "ctxfold._files", "ctxfold._version"),
+    (
+        "ctxfold.errors",
+        "ctxfold._assembled",
+        "ctxfold._drive",
+        "ctxfold._files",
+        "ctxfold._version",
+    ),
     ("ctxfold.messages",),
     ("ctxfold.protocols",),
     ("ctxfold.tokens", "ctxfold.events", "ctxfold.overflow"),
