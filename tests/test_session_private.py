@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from ctxfold.messages import Message, ToolCall
 from ctxfold.session.private import private_message
 from ctxfold.storage import SQLiteStore
+from ctxfold.storage.checks import encode_data
 
 
 class _Name(str):
@@ -107,3 +109,34 @@ def test_a_private_copy_shares_no_container_and_declines_what_json_would_change(
     for _ in range(100_000):
         deep = [deep]
     assert private_message(Message("user", "hi", extra={"deep": deep})) is None
+
+
+def test_the_stored_text_and_returned_events_are_as_a_plain_encode_gives(tmp_path: Path) -> None:
+    """The log keeps, for a message with `extra`, exactly the JSON text `encode_data` writes for
+    its `to_dict` (unicode, DEL and control characters included); the events `append` returns
+    equal a read of the log, and changing them changes neither the view nor the log."""
+    messages = [
+        Message("user", "hi", extra=_framework_extra()),
+        Message("user", "odd", extra={"text": "del \x7f tab \t nul \x00 é \u2028 \\u00e9"}),
+        Message(
+            "assistant",
+            None,
+            (ToolCall("c1", "bash", "{}", {"meta": {"ids": [1, 2]}}),),
+            extra={"parts": [{"k": "v"}]},
+        ),
+    ]
+    with SQLiteStore(tmp_path / "events.db") as store:
+        session = store.session("s")
+        returned = session.append(messages)
+        with sqlite3.connect(tmp_path / "events.db") as conn:
+            texts = [row[0] for row in conn.execute("SELECT data FROM events ORDER BY seq")]
+        assert texts == [encode_data({"message": m.to_dict()}) for m in messages]
+        assert returned == store.read("s")
+        for event in returned:
+            message = event.data["message"]
+            message["extra"].clear()
+            for call in message.get("tool_calls", []):
+                call["extra"]["meta"]["ids"].append(3)
+        assert list(session.messages()) == messages
+        assert [event.message for event in store.read("s")] == messages
+        assert list(store.session("s").messages()) == messages

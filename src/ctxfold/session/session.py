@@ -695,10 +695,17 @@ def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | No
         # change, no tuple that JSON turns into a list): the store may give it back as stored,
         # and the message folds as it is.
         return fresh_event(MESSAGE, {"message": item.to_dict()}), item
-    # An `extra` the caller may change after the append: stored and handed back through JSON,
-    # and folded from a copy of its containers where that copy reads back equal (a fraction
-    # of the cost of decoding it from the stored text).
-    return NewEvent.message(item), private_message(item) if plain else None
+    # An `extra` the caller may change after the append. Where a copy of its containers reads
+    # back equal (`private_message`), the projection folds one such copy and the store is
+    # handed the data of another, which no one else holds: the store gives that back as the
+    # returned event's data, so neither is decoded from the stored text (a fraction of the
+    # cost), and the caller, the returned events and the view share no container.
+    private = private_message(item) if plain else None
+    if private is None:
+        return NewEvent.message(item), None
+    stored = private_message(item)
+    assert stored is not None  # the same message, copied a moment ago
+    return fresh_event(MESSAGE, {"message": stored.to_dict()}), private
 
 
 def _as_events(
