@@ -40,6 +40,7 @@ from ctxfold.messages import Message, ToolCall
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import checkpoint
 from ctxfold.session.fold import Fold
+from ctxfold.session.private import private_message
 from ctxfold.session.projection import Item
 from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
@@ -649,11 +650,13 @@ def _private(event: Event, text: str | None = None) -> Event:
 
 def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | None]:
     """The event that stores `item`, and the message the projection may fold as it is: `item`
-    itself when its stored form gives it back equal, else None (it is read from the stored
-    data). Refuses, before anything is written, a field of a type that a read of the log would
-    refuse (`Message.from_dict`): the constructor does not check them."""
+    itself when its stored form gives it back equal and it has no `extra`, a private copy
+    (`private_message`) when it has one, else None (it is read from the stored data).
+    Refuses, before anything is written, a field of a type that a read of the log would refuse
+    (`Message.from_dict`): the constructor does not check them."""
     content, call_id, name = item.content, item.tool_call_id, item.name
-    plain = type(item) is Message and not item.extra and type(item.tool_calls) is tuple
+    plain = type(item) is Message and type(item.tool_calls) is tuple
+    extra = bool(item.extra)
     if not (
         (content is None or type(content) is str)
         and (call_id is None or type(call_id) is str)
@@ -678,19 +681,31 @@ def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | No
                 f"item {position} of the append: a tool call needs a non-empty string id and "
                 f"name and string arguments, not {call!r}; nothing was written"
             )
-        if call.extra or not (
+        if call.extra:
+            extra = True
+        if not (
             type(call) is ToolCall
             and type(call.id) is str
             and type(call.name) is str
             and type(call.arguments) is str
         ):
             plain = False
-    if plain:
+    if plain and not extra:
         # Plain JSON built here and handed to nobody else (no `extra` the caller may still
         # change, no tuple that JSON turns into a list): the store may give it back as stored,
         # and the message folds as it is.
         return fresh_event(MESSAGE, {"message": item.to_dict()}), item
-    return NewEvent.message(item), None
+    # An `extra` the caller may change after the append. Where a copy of its containers reads
+    # back equal (`private_message`), the projection folds one such copy and the store is
+    # handed the data of another, which no one else holds: the store gives that back as the
+    # returned event's data, so neither is decoded from the stored text (a fraction of the
+    # cost), and the caller, the returned events and the view share no container.
+    private = private_message(item) if plain else None
+    if private is None:
+        return NewEvent.message(item), None
+    stored = private_message(item)
+    assert stored is not None  # the same message, copied a moment ago
+    return fresh_event(MESSAGE, {"message": stored.to_dict()}), private
 
 
 def _as_events(
