@@ -10,7 +10,7 @@ $(BIN)/activate:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[exact]'
+	$(BIN)/pip install --quiet -e '.[exact,fast]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate

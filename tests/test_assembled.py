@@ -11,11 +11,12 @@ from ctxfold.events import Event, FreshEvent
 from ctxfold.messages import Message
 from ctxfold.replay.run import Request, _request
 from ctxfold.session.projection import Item, original_item
-from ctxfold.storage.checks import fresh_event, stored_event
+from ctxfold.storage.checks import StringsEvent, fresh_event, stored_event, strings_event
 
 # Every class ctxfold builds with `assembled`: its `__init__` must do nothing but set fields
-# (FreshEvent's __post_init__ checks the type, which `fresh_event`'s one caller knows is valid).
-ASSEMBLED = (Event, FreshEvent, Item, Request)
+# (FreshEvent's __post_init__ checks the type, which the callers of `fresh_event` and
+# `strings_event` know is valid).
+ASSEMBLED = (Event, FreshEvent, StringsEvent, Item, Request)
 
 
 @pytest.mark.parametrize("cls", ASSEMBLED, ids=lambda c: c.__name__)
@@ -23,7 +24,7 @@ def test_each_class_has_an_init_that_only_sets_fields(cls: type) -> None:
     # A new __post_init__ would be skipped, and slots leave no __dict__ to set.
     assert dataclasses.is_dataclass(cls)
     assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    assert cls is FreshEvent or not hasattr(cls, "__post_init__")
+    assert cls in (FreshEvent, StringsEvent) or not hasattr(cls, "__post_init__")
     assert "__slots__" not in cls.__dict__
 
 
@@ -38,6 +39,7 @@ def test_the_builders_equal_the_constructors() -> None:
     message = Message("user", "hello")
     assert stored_event("s", 3, "message", {"a": 1}, 1.5) == Event("s", 3, "message", {"a": 1}, 1.5)
     assert fresh_event("message", {"a": 1}) == FreshEvent("message", {"a": 1})
+    assert strings_event("message", {"a": 1}) == StringsEvent("message", {"a": 1})
     item = original_item(7, message)
     assert item == Item(7, message, "message", 7)
     assert repr(item) == repr(Item(7, message, "message", 7))

@@ -15,8 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, FreshEvent, NewEvent
-from ctxfold.storage.checks import encode_batch, encode_data, fresh_event, stored_event
+from ctxfold.storage import _fast_json, checks
+from ctxfold.storage.checks import (
+    StringsEvent,
+    encode_batch,
+    encode_data,
+    fresh_event,
+    stored_event,
+    strings_event,
+)
 
 _scalars = (
     st.none()
@@ -120,3 +129,96 @@ def test_a_fresh_event_the_session_makes_is_the_event_its_constructor_makes() ->
     assert dataclasses.replace(made, type="turn") == FreshEvent("turn", made.data)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.type = "turn"  # type: ignore[misc]
+
+
+# Text that reaches every escape, a lone surrogate (which no store keeps) included.
+_any_text = st.text(
+    alphabet=st.characters(max_codepoint=0x7E)
+    | st.characters(min_codepoint=0, max_codepoint=0x10FFFF)
+    | st.sampled_from(
+        ["\x7f", "\x80", "\x9f", "\x00", "\\", '"', "/", "\u2028", "\ud800", "\udfff"]
+    ),
+    max_size=30,
+)
+_strings_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.none() | _any_text},
+    optional={
+        "tool_calls": st.lists(
+            st.fixed_dictionaries({"id": _any_text, "name": _any_text, "arguments": _any_text}),
+            max_size=3,
+        ),
+        "tool_call_id": _any_text,
+        "name": _any_text,
+    },
+)
+
+
+def _stored(events: list[Any]) -> tuple[list[str], str] | str:
+    """The texts and digest a batch is stored as, or the error that refuses it."""
+    try:
+        batch = encode_batch("s", events)
+    except InvalidInputError as exc:
+        return str(exc)
+    return [e.data for e in batch.events], batch.digest
+
+
+@given(st.lists(_strings_message, min_size=1, max_size=4))
+def test_a_message_with_no_float_stores_the_same_bytes_whichever_encoder_writes_it(
+    messages: list[dict[str, Any]],
+) -> None:
+    """A `StringsEvent` (a session's message without extra) is stored as the standard encoder
+    stores it, with orjson or without, and a batch one of them refuses (a lone surrogate) is
+    refused alike, with the same message."""
+    as_strings = [strings_event("message", {"message": m}) for m in messages]
+    as_fresh = [FreshEvent("message", {"message": m}) for m in messages]
+    expected = _stored(as_fresh)
+    assert _stored(as_strings) == expected
+    kept = checks._STRINGS
+    checks._STRINGS = None  # as without orjson (a fixture cannot be reset between examples)
+    try:
+        assert _stored(as_strings) == expected
+    finally:
+        checks._STRINGS = kept
+    if not isinstance(expected, str):
+        assert expected[0] == [_dumps({"message": m}) for m in messages]
+
+
+def test_orjson_writes_the_messages_when_it_is_installed() -> None:
+    """With the fast extra (the test extra has it), the strings encoder is orjson's."""
+    orjson = pytest.importorskip("orjson")
+    assert checks._STRINGS is not None
+    data = {"message": {"role": "user", "content": "é\x00\u2028😀"}}
+    assert checks._STRINGS(data) == orjson.dumps(data).decode() == _dumps(data)
+
+
+def test_a_number_orjson_cannot_write_falls_back_to_the_standard_encoder() -> None:
+    """orjson refuses integers past 64 bits; the standard encoder writes them."""
+    data = {"message": {"role": "user", "content": "x", "n": 2**70}}
+    (encoded,) = encode_batch("s", [strings_event("message", data)], digest=False).events
+    assert encoded.data == _dumps(data)
+
+
+def test_without_orjson_or_when_it_writes_otherwise_the_standard_encoder_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No orjson, or an orjson that escapes one probe character otherwise: no fast encoder."""
+    pytest.importorskip("orjson")
+    import sys
+
+    import orjson
+
+    assert _fast_json.text_encoder() is not None
+    real = orjson.dumps
+    # As if a later orjson escaped the line separator, which the stored form keeps as it is.
+    monkeypatch.setattr(orjson, "dumps", lambda data: real(data).replace("\u2028".encode(), b"x"))
+    assert _fast_json.text_encoder() is None
+    monkeypatch.setattr(orjson, "dumps", real)
+    monkeypatch.setitem(sys.modules, "orjson", None)  # import raises ImportError
+    assert _fast_json.text_encoder() is None
+
+
+def test_a_strings_event_is_a_fresh_event_built_as_its_constructor_builds_it() -> None:
+    made = strings_event("message", {"message": {"role": "user", "content": "hi"}})
+    built = StringsEvent("message", {"message": {"role": "user", "content": "hi"}})
+    assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
+    assert isinstance(made, FreshEvent) and type(made) is StringsEvent

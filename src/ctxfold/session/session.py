@@ -46,7 +46,13 @@ from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
-from ctxfold.storage.checks import EncodedEvent, decode_data, encode_data, fresh_event
+from ctxfold.storage.checks import (
+    EncodedEvent,
+    decode_data,
+    encode_data,
+    fresh_event,
+    strings_event,
+)
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -694,7 +700,8 @@ def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | No
         # Plain JSON built here and handed to nobody else (no `extra` the caller may still
         # change, no tuple that JSON turns into a list): the store may give it back as stored,
         # and the message folds as it is.
-        return fresh_event(MESSAGE, {"message": item.to_dict()}), item
+        # Only strings and None in it (`plain`): the store may write it with orjson.
+        return strings_event(MESSAGE, {"message": item.to_dict()}), item
     # An `extra` the caller may change after the append. Where a copy of its containers reads
     # back equal (`private_message`), the projection folds one such copy and the store is
     # handed the data of another, which no one else holds: the store gives that back as the

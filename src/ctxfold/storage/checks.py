@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ctxfold._assembled import assembled
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, FreshEvent, NewEvent
+from ctxfold.storage._fast_json import text_encoder
 
 MAX_SESSION_ID_BYTES = 1024
 """The longest session id any store takes, in bytes of UTF-8 (1,024 ASCII characters).
@@ -43,6 +44,13 @@ class EncodedEvent(NamedTuple):
     value: Any = None
     """The data as a store hands it back, when the event was a `FreshEvent` (its own data);
     None when the store must decode `data` for that."""
+
+
+class StringsEvent(FreshEvent):
+    """A `FreshEvent` whose data holds no float: dicts with string keys, lists, strings,
+    booleans, None and integers, as `Message.to_dict` gives for a message without ``extra``
+    (`strings_event`). Its text may be written by orjson (`_fast_json` says why floats are
+    left out), to the same bytes."""
 
 
 class EncodedBatch(NamedTuple):
@@ -135,7 +143,8 @@ def encode_batch(
     # This loop runs once per appended event, so the common case costs a few checks that are
     # O(1) on CPython (`isascii` reads a flag); the error messages are built only on failure.
     for index, event in enumerate(events):
-        fresh = type(event) is FreshEvent
+        made = type(event)
+        fresh = made is FreshEvent or made is StringsEvent
         if not fresh and not isinstance(event, NewEvent):
             raise InvalidInputError(
                 f"{_where(session_id, index)}: expected a NewEvent, got {event!r}"
@@ -151,7 +160,14 @@ def encode_batch(
             _check_storable_text(kind, f"{where}: type")
             _check_no_nul(kind, f"{where}: type")
         try:
-            if fresh and _PLAIN_UNICODE is not None:
+            if made is StringsEvent and _STRINGS is not None:
+                try:
+                    text = _STRINGS(data)
+                except TypeError:
+                    # What orjson refuses (a lone surrogate, a very large integer): written
+                    # as without orjson, then kept or refused below exactly as then.
+                    text = _encode_plain(data) if _PLAIN_UNICODE is not None else encode_data(data)
+            elif fresh and _PLAIN_UNICODE is not None:
                 text = _encode_plain(data)
             elif _make_encoder is not None:
                 if scan is None:
@@ -262,6 +278,11 @@ if _make_encoder is not None:
     _PLAIN_ASCII = _make_encoder(None, _ENCODER.default, encode_basestring_ascii, *_C_SETTINGS)
 
 
+_STRINGS: Callable[[Any], str] | None = text_encoder()
+"""The encoder of a `StringsEvent`'s data: orjson where it writes the stored form (`_fast_json`),
+else None and `_encode_plain` writes it."""
+
+
 def decode_event(session_id: str, seq: int, type_: str, data: str, created_at: float) -> Event:
     """An `Event` from the columns a store keeps."""
     return stored_event(session_id, seq, type_, decode_data(data), created_at)
@@ -285,6 +306,12 @@ def fresh_event(type_: str, data: dict[str, Any]) -> FreshEvent:
     layer's ``message``), made as `stored_event` makes an `Event`: one per appended message,
     without the check of `type_`."""
     return assembled(FreshEvent, {"type": type_, "data": data})
+
+
+def strings_event(type_: str, data: dict[str, Any]) -> StringsEvent:
+    """`fresh_event` for data that holds no float (`StringsEvent`): the session's messages
+    without ``extra``."""
+    return assembled(StringsEvent, {"type": type_, "data": data})
 
 
 def decode_data(data: str) -> Any:
