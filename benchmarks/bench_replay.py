@@ -68,7 +68,10 @@ QUICK_SETS = (
     ("none", NO_COMPACTION),
     ("reference", 16_000),
 )
-FULL_REPS = 5
+FULL_REPS = 11
+"""Timed replays per row (and tiktoken passes per transcript). A replay with no compaction of the
+smaller transcripts takes 2 ms, where 5 repetitions left its median swinging by a tenth between
+two runs of the whole benchmark; the full set of rows takes well under a minute at this count."""
 READ_TARGET = 1.5
 """The issue's bound on summarizer reading: under 1.5× the tokens of the whole history."""
 
