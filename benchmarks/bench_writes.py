@@ -23,9 +23,8 @@ from typing import Any
 from benchmarks._common import UNAVAILABLE, cycled, disk_note, pool, ratio, rounded, summarize
 from ctxfold.messages import Message
 from ctxfold.messages.openai import to_openai
-from ctxfold.storage import SQLiteStore
+from ctxfold.storage import SQLiteStore, checks
 from ctxfold.storage.base import StoreBase
-from ctxfold.storage.checks import _encode_plain
 
 FULL_REPS = 5
 QUICK_REPS = 2
@@ -120,8 +119,9 @@ class _Bare:
         self.durability = _sqlite_durability(self._conn)
         self._session = ""
         self._seq = 0
-        # The encoder a session's appends go through: the same text as json.dumps, faster.
-        self._encode = _encode_plain
+        # The encoder a session's appends of plain messages go through (orjson with the fast
+        # extra, else the standard one's plain path): the same text as json.dumps, faster.
+        self._encode = checks._STRINGS or checks._encode_plain
 
     def fresh(self) -> None:
         self._session, self._seq = f"writes-{uuid.uuid4().hex}", 0
@@ -160,6 +160,10 @@ class _Floor(_Bare):
         self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
         self._conn.execute("COMMIT")
         self._seq += len(rows)
+
+
+def _encoder_name() -> str:
+    return "orjson (the fast extra)" if checks._STRINGS is not None else "the standard library's"
 
 
 def _sqlite_durability(conn: sqlite3.Connection) -> str:
@@ -280,7 +284,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         "(converted beforehand, not timed), each call run to completion on one event loop.",
         "'bare encode + executemany' is no store: each call encodes its messages into "
         "ctxfold's stored form (one JSON row per message: `Message.to_dict` and the encoder "
-        "ctxfold's appends use, the same text as json.dumps) "
+        f"ctxfold's appends of plain messages use, {_encoder_name()}; the same text as "
+        "json.dumps) "
         "and inserts them with one executemany in one transaction, into a table of the same "
         "shape as ctxfold's log, at synchronous=FULL in WAL mode; no session, no checks, no "
         "projection. Its × column is the ceiling for a store that keeps this format.",

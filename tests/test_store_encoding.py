@@ -120,8 +120,8 @@ def test_an_event_a_store_makes_is_the_event_its_constructor_makes() -> None:
 
 
 def test_a_fresh_event_the_session_makes_is_the_event_its_constructor_makes() -> None:
-    """The `FreshEvent` a session builds for each appended message is the value the constructor
-    builds: equal, shown, replaced and frozen alike."""
+    """The `FreshEvent` a session builds for an appended message with `extra` is the value the
+    constructor builds: equal, shown, replaced and frozen alike."""
     made = fresh_event("message", {"message": {"role": "user", "content": "hi"}})
     built = FreshEvent("message", {"message": {"role": "user", "content": "hi"}})
     assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
