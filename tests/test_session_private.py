@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ctxfold.events import Compaction, NewEvent
 from ctxfold.messages import Message, ToolCall
 from ctxfold.session.private import private_message
 from ctxfold.storage import SQLiteStore
@@ -140,3 +141,24 @@ def test_the_stored_text_and_returned_events_are_as_a_plain_encode_gives(tmp_pat
         assert list(session.messages()) == messages
         assert [event.message for event in store.read("s")] == messages
         assert list(store.session("s").messages()) == messages
+
+
+def test_changing_an_edit_event_after_append_changes_neither_view_nor_log(tmp_path: Path) -> None:
+    """The view folds its own copy of an edit's data, not the dicts the returned event holds:
+    a caller that changes a compaction's ledger after the append changes nothing the session
+    shows (the projection keeps that ledger as data), and the view equals a new process's
+    read of the log."""
+    ledger = {"version": 1, "commands": [{"run": "ls", "outcome": "ok"}], "files": ["a.py"]}
+    with SQLiteStore(tmp_path / "events.db") as store:
+        session = store.session("s")
+        session.append([Message("user", "list the files"), Message("assistant", "a.py, b.py")])
+        first, last = (item.id for item in session.items())
+        summary = Message("user", "[summary: listed the files]", extra={"kept": {"ids": [1]}})
+        compaction = Compaction(first, last, summary, ledger=ledger)
+        (event,) = session.append(NewEvent.of(compaction))
+        event.data["ledger"]["commands"][0]["outcome"] = "changed"
+        event.data["ledger"]["files"].append("z.py")
+        event.data["message"]["extra"]["kept"]["ids"].append(2)
+        live, cold = session.items(), store.session("s").items()
+    assert [(i.message, i.ledger) for i in live] == [(i.message, i.ledger) for i in cold]
+    assert live[0].ledger == ledger and live[0].message.extra == {"kept": {"ids": [1]}}
