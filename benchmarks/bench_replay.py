@@ -70,8 +70,9 @@ QUICK_SETS = (
 )
 FULL_REPS = 11
 """Timed replays per row (and tiktoken passes per transcript). A replay with no compaction of the
-smaller transcripts takes 2 ms, where 5 repetitions left its median swinging by a tenth between
-two runs of the whole benchmark; the full set of rows takes well under a minute at this count."""
+smaller transcripts takes 2 ms; at 5 repetitions the no-compaction totals came to 1.30x one
+tiktoken pass in one `make bench` and 1.60x in a run of this benchmark right after. The full set
+of rows takes well under a minute at this count."""
 READ_TARGET = 1.5
 """The issue's bound on summarizer reading: under 1.5× the tokens of the whole history."""
 

@@ -127,11 +127,12 @@ class _Bare:
         self._session, self._seq = f"writes-{uuid.uuid4().hex}", 0
 
     def write(self, messages: Sequence[Message]) -> None:
-        now, first, encode, sid = time.time(), self._seq + 1, self._encode, self._session
-        rows = [
-            (sid, first + i, "message", encode({"message": m.to_dict()}), now)
-            for i, m in enumerate(messages)
-        ]
+        encode = self._encode
+        self._insert([encode({"message": m.to_dict()}) for m in messages])
+
+    def _insert(self, texts: Sequence[str]) -> None:
+        now, first, sid = time.time(), self._seq + 1, self._session
+        rows = [(sid, first + i, "message", text, now) for i, text in enumerate(texts)]
         self._conn.execute("BEGIN IMMEDIATE")
         self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
         self._conn.execute("COMMIT")
@@ -154,12 +155,7 @@ class _Floor(_Bare):
         return [[encode({"message": m.to_dict()}) for m in chunk] for chunk in chunks]
 
     def write(self, texts: Sequence[Any]) -> None:
-        now, first, sid = time.time(), self._seq + 1, self._session
-        rows = [(sid, first + i, "message", text, now) for i, text in enumerate(texts)]
-        self._conn.execute("BEGIN IMMEDIATE")
-        self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
-        self._conn.execute("COMMIT")
-        self._seq += len(rows)
+        self._insert(texts)
 
 
 def _encoder_name() -> str:

@@ -207,14 +207,14 @@ def test_without_orjson_or_when_it_writes_otherwise_the_standard_encoder_is_kept
 
     import orjson
 
-    assert _fast_json.text_encoder() is not None
+    assert _fast_json.text_encoder(encode_data) is not None
     real = orjson.dumps
     # As if a later orjson escaped the line separator, which the stored form keeps as it is.
     monkeypatch.setattr(orjson, "dumps", lambda data: real(data).replace("\u2028".encode(), b"x"))
-    assert _fast_json.text_encoder() is None
+    assert _fast_json.text_encoder(encode_data) is None
     monkeypatch.setattr(orjson, "dumps", real)
     monkeypatch.setitem(sys.modules, "orjson", None)  # import raises ImportError
-    assert _fast_json.text_encoder() is None
+    assert _fast_json.text_encoder(encode_data) is None
 
 
 def test_a_strings_event_is_a_fresh_event_built_as_its_constructor_builds_it() -> None:

@@ -24,7 +24,6 @@ it would have without orjson.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -42,22 +41,17 @@ _PROBE: Any = {
 """Values that every way of escaping or nesting a message's data goes through."""
 
 
-def _standard(data: Any) -> str:
-    # ctxfold's stored form (`checks.encode_data`), spelled out here so that this module
-    # depends on nothing but json.
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def text_encoder() -> Callable[[Any], str] | None:
-    """orjson's encoder of data that holds no float, when it writes `_PROBE` as the stored form
-    does; None when orjson is absent or differs."""
+def text_encoder(stored_form: Callable[[Any], str]) -> Callable[[Any], str] | None:
+    """orjson's encoder of data that holds no float, when it writes `_PROBE` as `stored_form`
+    (the store's own encoder, `checks.encode_data`) does; None when orjson is absent or
+    differs."""
     try:
         import orjson
     except ImportError:
         return None
     dumps = orjson.dumps
     try:
-        agrees = dumps(_PROBE).decode("utf-8") == _standard(_PROBE)
+        agrees = dumps(_PROBE).decode("utf-8") == stored_form(_PROBE)
     except Exception:  # a foreign extension: any failure means "use the standard encoder"
         return None
     if not agrees:

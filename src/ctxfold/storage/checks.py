@@ -159,27 +159,22 @@ def encode_batch(
             where = _where(session_id, index)
             _check_storable_text(kind, f"{where}: type")
             _check_no_nul(kind, f"{where}: type")
-        try:
-            if made is StringsEvent and _STRINGS is not None:
-                try:
-                    text = _STRINGS(data)
-                except TypeError:
-                    # What orjson refuses (a lone surrogate, a very large integer): written
-                    # as without orjson, then kept or refused below exactly as then.
-                    text = _encode_plain(data) if _PLAIN_UNICODE is not None else encode_data(data)
-            elif fresh and _PLAIN_UNICODE is not None:
-                text = _encode_plain(data)
-            elif _make_encoder is not None:
-                if scan is None:
-                    scan = _new_c_encoder()
-                text = "".join(scan(data, 0))
-            else:
-                text = _ENCODER.encode(data)
-        except (TypeError, ValueError, RecursionError) as exc:
-            # NewEvent checked its data when it was made; a dict can change after that.
-            raise InvalidInputError(
-                f"{_where(session_id, index)}: data is not JSON: {exc}"
-            ) from None
+        text = _strings_text(data) if made is StringsEvent else None
+        if text is None:
+            try:
+                if fresh and _PLAIN_UNICODE is not None:
+                    text = _encode_plain(data)
+                elif _make_encoder is not None:
+                    if scan is None:
+                        scan = _new_c_encoder()
+                    text = "".join(scan(data, 0))
+                else:
+                    text = _ENCODER.encode(data)
+            except (TypeError, ValueError, RecursionError) as exc:
+                # NewEvent checked its data when it was made; a dict can change after that.
+                raise InvalidInputError(
+                    f"{_where(session_id, index)}: data is not JSON: {exc}"
+                ) from None
         if not text.isascii():
             _check_storable_text(text, f"{_where(session_id, index)}: data")
         encoded.append(EncodedEvent(kind, text, data if fresh else None))
@@ -190,6 +185,18 @@ def encode_batch(
                 hashed.update(len(raw).to_bytes(8, "big"))
                 hashed.update(raw)
     return EncodedBatch(encoded, hashed.hexdigest() if hashed is not None else "")
+
+
+def _strings_text(data: Any) -> str | None:
+    """A `StringsEvent`'s text from orjson (`_STRINGS`); None without it, or for what it refuses
+    (a lone surrogate, a very large integer), which the standard encoder then writes, and which
+    is kept or refused exactly as without orjson."""
+    if _STRINGS is None:
+        return None
+    try:
+        return _STRINGS(data)
+    except TypeError:
+        return None
 
 
 def _encode_plain(data: Any) -> str:
@@ -278,7 +285,7 @@ if _make_encoder is not None:
     _PLAIN_ASCII = _make_encoder(None, _ENCODER.default, encode_basestring_ascii, *_C_SETTINGS)
 
 
-_STRINGS: Callable[[Any], str] | None = text_encoder()
+_STRINGS: Callable[[Any], str] | None = text_encoder(encode_data)
 """The encoder of a `StringsEvent`'s data: orjson where it writes the stored form (`_fast_json`),
 else None and `_encode_plain` writes it."""
 
