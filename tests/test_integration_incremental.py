@@ -17,6 +17,7 @@ import pytest
 from ctxfold import MemoryStore
 from ctxfold.events import COMPACTION
 from ctxfold.session import Session
+from tests._frameworks import minimum
 from tests._integration import TASKS, compactor
 
 
@@ -45,7 +46,7 @@ def compacted(session: Session) -> int:
 def test_pydantic_ai_requests_equal_a_fresh_conversion() -> None:
     """Every projection the capability hands pydantic-ai equals the whole projection converted
     and regrouped afresh."""
-    pytest.importorskip("pydantic_ai")
+    pytest.importorskip("pydantic_ai", minversion=minimum("pydantic_ai"))
     from ctxfold.integrations import _pydantic_ai_messages as conv
     from ctxfold.integrations._common import source_of
     from ctxfold.integrations.pydantic_ai import CtxfoldCapability
@@ -76,7 +77,7 @@ def test_pydantic_ai_requests_equal_a_fresh_conversion() -> None:
 def test_langchain_requests_equal_a_fresh_conversion() -> None:
     """Every message list the middleware hands the model equals the whole projection converted
     afresh (the logged system prompt left out)."""
-    pytest.importorskip("langchain")
+    pytest.importorskip("langchain", minversion=minimum("langchain"))
     from langgraph.checkpoint.memory import InMemorySaver
 
     from ctxfold.integrations import _langchain_messages as conv
@@ -111,7 +112,7 @@ def test_langchain_requests_equal_a_fresh_conversion() -> None:
 def test_agents_sdk_input_equals_a_fresh_conversion() -> None:
     """Every input the filter hands the Runner starts with the whole projection converted
     afresh."""
-    pytest.importorskip("agents")
+    pytest.importorskip("agents", minversion=minimum("agents"))
     from agents import RunConfig
 
     from ctxfold.integrations import _agents_items as conv

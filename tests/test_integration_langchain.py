@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("langchain")
+from tests._frameworks import minimum
+
+pytest.importorskip("langchain", minversion=minimum("langchain"))
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("agents")
+from tests._frameworks import minimum
+
+pytest.importorskip("agents", minversion=minimum("agents"))
 
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse

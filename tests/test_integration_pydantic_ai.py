@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pydantic_ai")
+from tests._frameworks import minimum
+
+pytest.importorskip("pydantic_ai", minversion=minimum("pydantic_ai"))
 
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability

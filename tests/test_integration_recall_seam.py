@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("agents")
-pytest.importorskip("langchain")
-pytest.importorskip("pydantic_ai")
+from tests._frameworks import minimum
+
+pytest.importorskip("agents", minversion=minimum("agents"))
+pytest.importorskip("langchain", minversion=minimum("langchain"))
+pytest.importorskip("pydantic_ai", minversion=minimum("pydantic_ai"))
 
 from agents import Agent, RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call

@@ -16,7 +16,7 @@ CtxfoldError
 │   ├── StoreClosedError (RuntimeError) the store was closed
 │   ├── StoreUnavailableError (ConnectionError)  the database cannot be reached
 │   └── SchemaVersionError              the database was written by a newer ctxfold
-└── MissingDependencyError (ImportError)  an optional extra is not installed
+└── MissingDependencyError (ImportError)  an optional extra is not installed, or too old
 ```
 
 The builtin bases are there for callers who already catch `ValueError` or `ImportError`; the
@@ -25,6 +25,10 @@ on purpose (a test checks the source for it).
 """
 
 from __future__ import annotations
+
+import importlib.metadata
+import re
+import sys
 
 
 class CtxfoldError(Exception):
@@ -114,7 +118,57 @@ class SchemaVersionError(StoreError):
 
 
 class MissingDependencyError(CtxfoldError, ImportError):
-    """An optional dependency is not installed; the message gives the pip command."""
+    """An optional dependency is not installed, or too old; the message gives the pip command.
 
-    def __init__(self, what: str, package: str, extra: str) -> None:
-        super().__init__(f"{what} needs {package}: pip install 'ctxfold[{extra}]'")
+    With `minimum`, the message names the release needed and the one installed, if any, and
+    with `python` too, the Python that release needs when this one is older: a framework's
+    newer releases may have left this Python behind, and then no pip command can help.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        package: str,
+        extra: str,
+        *,
+        minimum: str | None = None,
+        python: tuple[int, int] | None = None,
+    ) -> None:
+        found = _installed_version(package) if minimum is not None else None
+        if minimum is None:
+            message = f"{what} needs {package}: pip install 'ctxfold[{extra}]'"
+        elif python is not None and sys.version_info[:2] < python:
+            here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            message = (
+                f"{what} needs {package} {minimum} or later, which needs Python "
+                f"{python[0]}.{python[1]} or later; this is Python {here}"
+            )
+            if found is not None:
+                message += f" (with {package} {found})"
+        elif found is None:
+            message = f"{what} needs {package} {minimum} or later: pip install 'ctxfold[{extra}]'"
+        elif _release(found) < _release(minimum):
+            message = (
+                f"{what} needs {package} {minimum} or later, and {found} is installed: "
+                f"pip install --upgrade 'ctxfold[{extra}]'"
+            )
+        else:
+            # Recent enough, yet the import failed: a broken install; the cause is chained.
+            message = (
+                f"{what} cannot import {package} {found}: "
+                f"pip install --force-reinstall 'ctxfold[{extra}]'"
+            )
+        super().__init__(message)
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version ("2.64.0rc1" -> (2, 64, 0)), for comparing releases."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()

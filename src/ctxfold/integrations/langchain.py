@@ -16,7 +16,8 @@ from its result, whatever the window. New messages are logged before the model s
 a run's new user message when nothing has to be compacted: that goes in with the model's final
 answer, which is logged as the model returns it (one append a run, and no graph step of its own).
 
-Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'``.
+Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'`` (langchain 1.2.11 or later, on
+langgraph 1.1.5 or later).
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ from ctxfold.integrations._common import (
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
 
+MINIMUM = "1.2.11"
+"""The oldest langchain this integration works with (the extra's lower bound, with
+langchain-core 1.2.10): the first that runs on a langgraph with `LANGGRAPH_MINIMUM`."""
+LANGGRAPH_MINIMUM = "1.1.5"
+"""The oldest langgraph whose `Runtime.execution_info` holds the run's `thread_id`, which names
+the conversation's session (1.1.4 has the field, without the thread id)."""
+
 try:
     from langchain.agents.middleware import AgentMiddleware
     from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -51,8 +59,30 @@ try:
     from ctxfold.integrations import _langchain_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
-        "ctxfold.integrations.langchain", "langchain", "langchain"
+        "ctxfold.integrations.langchain", "langchain", "langchain", minimum=MINIMUM
     ) from exc
+
+
+def _check_langgraph() -> None:
+    # An older langgraph imports fine and fails only in a run, where the thread id reads as None.
+    import dataclasses
+
+    import langgraph.runtime
+
+    info = getattr(langgraph.runtime, "ExecutionInfo", None)
+    if info is None:
+        fields: set[str] = set()
+    elif dataclasses.is_dataclass(info):
+        fields = {field.name for field in dataclasses.fields(info)}
+    else:  # a NamedTuple before langgraph 1.1.5
+        fields = set(getattr(info, "_fields", ()))
+    if "thread_id" not in fields:
+        raise MissingDependencyError(
+            "ctxfold.integrations.langchain", "langgraph", "langchain", minimum=LANGGRAPH_MINIMUM
+        )
+
+
+_check_langgraph()
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest

@@ -13,7 +13,7 @@ session. The compacted projection reaches the model only through `model_input_fi
 Runner reads the session once per run, so the filter is where a long run shrinks, before every
 model call. `pop_item` and `clear_session` append events; nothing is ever deleted.
 
-Needs the ``agents`` extra: ``pip install 'ctxfold[agents]'``.
+Needs the ``agents`` extra: ``pip install 'ctxfold[agents]'`` (openai-agents 0.21 or later).
 """
 
 from __future__ import annotations
@@ -50,12 +50,17 @@ from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
 from ctxfold.session import Session
 
+MINIMUM = "0.21"
+"""The oldest openai-agents this integration is tested with (the extra's lower bound): the first
+with `agents.testing`, whose scripted model the tests drive it with. Its `call_model_input_filter`
+types (`agents.run_config`) date from 0.8."""
+
 try:
     from agents.models.interface import Model
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
-        "ctxfold.integrations.openai_agents", "openai-agents", "agents"
+        "ctxfold.integrations.openai_agents", "openai-agents", "agents", minimum=MINIMUM
     ) from exc
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ Only what this one request sends changes: `result.all_messages()` still returns 
 and a tool call is never separated from its return. After a context-overflow error it recovers
 and makes one more attempt.
 
-Needs the ``pydantic-ai`` extra: ``pip install 'ctxfold[pydantic-ai]'``.
+Needs the ``pydantic-ai`` extra: ``pip install 'ctxfold[pydantic-ai]'`` (pydantic-ai-slim 2.64 or
+later, on Python 3.11 or later).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ from ctxfold.integrations._common import (
 from ctxfold.messages import Message
 from ctxfold.overflow import is_context_overflow
 
+MINIMUM = "2.64"
+"""The oldest pydantic-ai-slim this integration works with (the extra's lower bound): the first
+with `RetryModelRequest`, which the recovery from a context overflow raises. It needs Python
+3.11."""
+
 try:
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.exceptions import RetryModelRequest
@@ -47,7 +53,11 @@ try:
     from ctxfold.integrations import _pydantic_ai_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
-        "ctxfold.integrations.pydantic_ai", "pydantic-ai-slim", "pydantic-ai"
+        "ctxfold.integrations.pydantic_ai",
+        "pydantic-ai-slim",
+        "pydantic-ai",
+        minimum=MINIMUM,
+        python=(3, 11),
     ) from exc
 
 if TYPE_CHECKING:

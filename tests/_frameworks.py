@@ -1,0 +1,58 @@
+"""The frameworks the integrations run inside, at the oldest releases their extras declare.
+
+An integration's tests skip, with a reason, where its framework is not installed or older than
+the extra's lower bound (``pytest.importorskip(module, minversion=minimum(module))``; Python 3.10
+gets no pydantic-ai release new enough), and so does the doctest of its module (the root
+conftest.py); they run, and fail loudly, wherever it is there. The bounds are read from
+pyproject.toml, the one place they are written, so the tests skip exactly where pip would not
+install the extra.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+FRAMEWORKS = {
+    # module: (extra, distribution)
+    "agents": ("agents", "openai-agents"),
+    "langchain": ("langchain", "langchain"),
+    "pydantic_ai": ("pydantic-ai", "pydantic-ai-slim"),
+}
+
+
+def lower_bound(extra: str, distribution: str) -> str:
+    """The ``>=`` bound of `distribution` in the extra `extra` of pyproject.toml."""
+    text = PYPROJECT.read_text(encoding="utf-8")
+    line = re.search(rf"^{re.escape(extra)} = \[(.*)\]$", text, re.MULTILINE)
+    if line is None:
+        raise LookupError(f"pyproject.toml has no extra {extra!r}")
+    bound = re.search(rf'"{re.escape(distribution)}>=([0-9][^,;"\s]*)', line.group(1))
+    if bound is None:
+        raise LookupError(f"the extra {extra!r} gives {distribution} no lower bound")
+    return bound.group(1)
+
+
+def release(version: str) -> tuple[int, ...]:
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+def minimum(module: str) -> str:
+    """The lowest release of the framework `module` that its extra declares."""
+    return lower_bound(*FRAMEWORKS[module])
+
+
+def missing(module: str) -> str | None:
+    """Why the framework `module` cannot be tested here, or None when it can."""
+    extra, distribution = FRAMEWORKS[module]
+    try:
+        found = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return f"{distribution} is not installed (the {extra!r} extra)"
+    if release(found) < release(minimum(module)):
+        return f"{distribution} {found} is older than the {extra!r} extra's {minimum(module)}"
+    return None
