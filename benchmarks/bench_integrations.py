@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
+
+from ctxfold.errors import MissingDependencyError
 
 SIZES = (1_000, 10_000)
 QUICK_SIZES = (100,)
@@ -252,24 +255,47 @@ def _row(name: str, count: int, plain: list[float], ours: list[float]) -> list[A
     ]
 
 
+Timing = Callable[[int, int, Path], tuple[list[float], list[float]]]
+"""Items, timed steps, a scratch folder -> the framework's step times alone and with ctxfold."""
+
+FRAMEWORKS: tuple[tuple[str, str, Timing], ...] = (
+    ("openai-agents", "ctxfold.integrations.openai_agents", _agents),
+    ("langchain", "ctxfold.integrations.langchain", _langchain),
+    ("pydantic-ai", "ctxfold.integrations.pydantic_ai", _pydantic_ai),
+)
+"""Each framework's name in the table, its integration's module and its timing."""
+
+
+def left_out() -> dict[str, str]:
+    """The frameworks whose integration cannot be imported here, each with ctxfold's reason (not
+    installed, or older than its extra declares: on Python 3.10, pydantic-ai)."""
+    reasons = {}
+    for framework, module, _ in FRAMEWORKS:
+        try:
+            importlib.import_module(module)
+        except MissingDependencyError as exc:
+            reasons[framework] = str(exc)
+    return reasons
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     """Time each framework with and without its ctxfold integration at each size."""
     rows: list[list[Any]] = []
+    missing = left_out()
     for count in QUICK_SIZES if quick else SIZES:
         steps = STEPS[count]
         with tempfile.TemporaryDirectory() as name:
             folder = Path(name)
-            plain, ours = _agents(count, steps, folder)
-            rows.append(_row("openai-agents", count, plain, ours))
-            plain, ours = _langchain(count, steps, folder)
-            rows.append(_row("langchain", count, plain, ours))
-            plain, ours = _pydantic_ai(count, steps, folder)
-            rows.append(_row("pydantic-ai", count, plain, ours))
+            for framework, _, timed in FRAMEWORKS:
+                if framework not in missing:
+                    plain, ours = timed(count, steps, folder)
+                    rows.append(_row(framework, count, plain, ours))
     return {
         "title": "What each framework integration adds to one model call",
         "columns": COLUMNS,
         "rows": rows,
         "notes": [
+            *(f"Left out: {framework}, because {reason}." for framework, reason in missing.items()),
             "A step is one user message and one model call answered by the framework's own test "
             "model (Agents SDK ScriptedModel, langchain-core GenericFakeChatModel, pydantic-ai "
             "FunctionModel); 'framework' is the agent as the framework ships it (Agents SDK "
