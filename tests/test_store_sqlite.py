@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -135,3 +136,32 @@ def test_a_snapshot_commits_without_the_flush_and_appends_keep_their_level(
     with SQLiteStore(tmp_path / "events.db") as reopened:
         assert reopened.load_snapshot("s") == (1, '{"n": 1}')
         assert reopened.last_seq("s") == 2
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_a_store_dropped_without_close_closes_its_connections(where: str, tmp_path: Path) -> None:
+    """A store that goes out of scope unclosed (the README's example does) closes the
+    connections it held when it is collected, instead of leaving them to Python, which warns
+    about each one left open from 3.13 on."""
+    store = SQLiteStore(str(tmp_path / "log.db") if where == "file" else ":memory:")
+    store.append("s", [NewEvent("note", {"n": 1})])
+    held = list(store._idle) if where == "file" else [store._shared]
+    assert held and all(conn.execute("SELECT 1").fetchone() == (1,) for conn in held)
+    del store
+    gc.collect()
+    for conn in held:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
+
+
+def test_close_then_collection_closes_nothing_twice(tmp_path: Path) -> None:
+    """`close` empties the pool the collection would close; both are safe together."""
+    store = SQLiteStore(str(tmp_path / "log.db"))
+    store.append("s", [NewEvent("note", {"n": 1})])
+    held = list(store._idle)
+    store.close()
+    del store
+    gc.collect()
+    for conn in held:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
