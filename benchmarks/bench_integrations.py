@@ -96,6 +96,7 @@ def _agents(count: int, steps: int, folder: Path) -> tuple[list[float], list[flo
             steps,
         )
     finally:
+        plain_session.close()
         store.close()
         loop.close()
 

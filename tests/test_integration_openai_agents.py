@@ -149,28 +149,35 @@ async def test_long_tool_calling_run_stays_valid_within_the_window_and_logs_each
     model, reference_model = ScriptedModel(), ScriptedModel()
     session = CtxfoldSession("agents-long", store=reopen(), compactor=compactor())
     reference = SQLiteSession("reference")
-    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
-    plain = RunConfig(tracing_disabled=True)
-    await run_tasks(0, TASKS, session=session, model=model, config=config)
-    await run_tasks(0, TASKS, session=reference, model=reference_model, config=plain)
+    try:
+        config = RunConfig(
+            call_model_input_filter=session.model_input_filter, tracing_disabled=True
+        )
+        plain = RunConfig(tracing_disabled=True)
+        await run_tasks(0, TASKS, session=session, model=model, config=config)
+        await run_tasks(0, TASKS, session=reference, model=reference_model, config=plain)
 
-    restarted = CtxfoldSession("agents-long", store=reopen(), compactor=compactor())
-    config = RunConfig(call_model_input_filter=restarted.model_input_filter, tracing_disabled=True)
-    await run_tasks(TASKS, MORE_TASKS, session=restarted, model=model, config=config)
-    await run_tasks(TASKS, MORE_TASKS, session=reference, model=reference_model, config=plain)
+        restarted = CtxfoldSession("agents-long", store=reopen(), compactor=compactor())
+        config = RunConfig(
+            call_model_input_filter=restarted.model_input_filter, tracing_disabled=True
+        )
+        await run_tasks(TASKS, MORE_TASKS, session=restarted, model=model, config=config)
+        await run_tasks(TASKS, MORE_TASKS, session=reference, model=reference_model, config=plain)
 
-    assert model.calls == (TASKS + MORE_TASKS) * (CALLS_PER_TASK + 1) >= 40
-    for instructions, items in model.requests:
-        assert_valid(items)
-        assert tokens(converted(items), instructions) <= WINDOW
-    assert max(len(items) for _, items in model.requests) < len(reference_model.requests[-1][1])
-    expected = await reference.get_items()
-    assert await restarted.get_items() == expected
-    logged = [item for m in logged_messages(restarted.session) for item in conv.raw_items(m)]
-    assert logged == expected
-    call_ids = [i["call_id"] for i in logged if i.get("type") == "function_call"]
-    assert len(call_ids) == len(set(call_ids)) == (TASKS + MORE_TASKS) * CALLS_PER_TASK
-    assert any(e.type == "compaction" for e in restarted.session.events())
+        assert model.calls == (TASKS + MORE_TASKS) * (CALLS_PER_TASK + 1) >= 40
+        for instructions, items in model.requests:
+            assert_valid(items)
+            assert tokens(converted(items), instructions) <= WINDOW
+        assert max(len(items) for _, items in model.requests) < len(reference_model.requests[-1][1])
+        expected = await reference.get_items()
+        assert await restarted.get_items() == expected
+        logged = [item for m in logged_messages(restarted.session) for item in conv.raw_items(m)]
+        assert logged == expected
+        call_ids = [i["call_id"] for i in logged if i.get("type") == "function_call"]
+        assert len(call_ids) == len(set(call_ids)) == (TASKS + MORE_TASKS) * CALLS_PER_TASK
+        assert any(e.type == "compaction" for e in restarted.session.events())
+    finally:
+        reference.close()  # the SDK's connection: Python 3.13 warns about one left open
 
 
 async def test_get_items_returns_exactly_the_stored_tail() -> None:
