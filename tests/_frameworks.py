@@ -14,6 +14,8 @@ import importlib.metadata
 import re
 from pathlib import Path
 
+from ctxfold.errors import _release as release
+
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 FRAMEWORKS = {
@@ -34,11 +36,6 @@ def lower_bound(extra: str, distribution: str) -> str:
     if bound is None:
         raise LookupError(f"the extra {extra!r} gives {distribution} no lower bound")
     return bound.group(1)
-
-
-def release(version: str) -> tuple[int, ...]:
-    match = re.match(r"\d+(?:\.\d+)*", version)
-    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
 def minimum(module: str) -> str:

@@ -70,11 +70,9 @@ def _check_langgraph() -> None:
     import langgraph.runtime
 
     info = getattr(langgraph.runtime, "ExecutionInfo", None)
-    if info is None:
-        fields: set[str] = set()
-    elif dataclasses.is_dataclass(info):
+    if dataclasses.is_dataclass(info):
         fields = {field.name for field in dataclasses.fields(info)}
-    else:  # a NamedTuple before langgraph 1.1.5
+    else:  # a NamedTuple before langgraph 1.1.5, or none at all
         fields = set(getattr(info, "_fields", ()))
     if "thread_id" not in fields:
         raise MissingDependencyError(
