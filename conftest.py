@@ -7,14 +7,11 @@ pydantic-ai release is new enough), as its tests are (`tests._frameworks`).
 
 from __future__ import annotations
 
-from tests._frameworks import missing
+from tests._frameworks import SOURCES, missing
 
-_NEEDS = {
-    "src/ctxfold/integrations/openai_agents.py": "agents",
-    "src/ctxfold/integrations/langchain.py": "langchain",
-    "src/ctxfold/integrations/_langchain_messages.py": "langchain",
-    "src/ctxfold/integrations/pydantic_ai.py": "pydantic_ai",
-    "src/ctxfold/integrations/_pydantic_ai_messages.py": "pydantic_ai",
-}
-
-collect_ignore = [path for path, framework in _NEEDS.items() if missing(framework) is not None]
+collect_ignore = [
+    f"src/ctxfold/integrations/{module}.py"
+    for framework, modules in SOURCES.items()
+    if missing(framework) is not None
+    for module in modules
+]

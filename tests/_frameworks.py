@@ -24,6 +24,18 @@ FRAMEWORKS = {
     "langchain": ("langchain", "langchain"),
     "pydantic_ai": ("pydantic-ai", "pydantic-ai-slim"),
 }
+SOURCES = {
+    # module: ctxfold.integrations modules that import it, the integration itself first
+    "agents": ("openai_agents",),
+    "langchain": ("langchain", "_langchain_messages"),
+    "pydantic_ai": ("pydantic_ai", "_pydantic_ai_messages"),
+}
+EXAMPLE_FRAMEWORKS = {
+    # script in examples/: the framework it runs inside
+    "openai_agents_session": "agents",
+    "langchain_middleware": "langchain",
+    "pydantic_ai_capability": "pydantic_ai",
+}
 
 
 def lower_bound(extra: str, distribution: str) -> str:

@@ -8,21 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests._frameworks import missing
+from tests._frameworks import EXAMPLE_FRAMEWORKS, missing
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-FRAMEWORK_OF = {
-    "openai_agents_session": "agents",
-    "langchain_middleware": "langchain",
-    "pydantic_ai_capability": "pydantic_ai",
-}
-"""The framework each framework's example runs inside (`tests._frameworks`)."""
 
 
 @pytest.mark.parametrize("script", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.stem)
 def test_example_runs_offline(script: Path, tmp_path: Path) -> None:
     """The script exits 0 in an empty working directory and reports what it compacted."""
-    framework = FRAMEWORK_OF.get(script.stem)
+    framework = EXAMPLE_FRAMEWORKS.get(script.stem)
     reason = missing(framework) if framework is not None else None
     if reason is not None:
         pytest.skip(reason)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxfold.errors import MissingDependencyError, _release
-from tests._frameworks import FRAMEWORKS, lower_bound
+from tests._frameworks import FRAMEWORKS, SOURCES, lower_bound
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ctxfold"
 PYTEST = importlib.metadata.version("pytest")
@@ -76,7 +76,7 @@ def test_each_integration_names_the_lowest_release_its_extra_declares(module: st
     """The integration's MINIMUM, read from its source (it cannot be imported without its
     framework), is the extra's lower bound in pyproject.toml, so the error and pip agree."""
     extra, distribution = FRAMEWORKS[module]
-    source = SRC / "integrations" / f"{'openai_agents' if module == 'agents' else module}.py"
+    source = SRC / "integrations" / f"{SOURCES[module][0]}.py"
     tree = ast.parse(source.read_text(encoding="utf-8"))
     values = [
         node.value.value
