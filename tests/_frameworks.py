@@ -50,6 +50,20 @@ def lower_bound(extra: str, distribution: str) -> str:
     return bound.group(1)
 
 
+def python_bound(extra: str, distribution: str) -> tuple[int, ...] | None:
+    """The Python release that the extra `extra` needs for `distribution` (its
+    ``python_version >=`` marker), or None when the extra installs it on every Python."""
+    text = PYPROJECT.read_text(encoding="utf-8")
+    line = re.search(rf"^{re.escape(extra)} = \[(.*)\]$", text, re.MULTILINE)
+    if line is None:
+        raise LookupError(f"pyproject.toml has no extra {extra!r}")
+    entry = re.search(rf'"{re.escape(distribution)}[^"]*"', line.group(1))
+    if entry is None:
+        raise LookupError(f"the extra {extra!r} does not list {distribution}")
+    marker = re.search(r"python_version\s*>=\s*'([0-9.]+)'", entry.group(0))
+    return None if marker is None else release(marker.group(1))
+
+
 def minimum(module: str) -> str:
     """The lowest release of the framework `module` that its extra declares."""
     return lower_bound(*FRAMEWORKS[module])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxfold.errors import MissingDependencyError, _release
-from tests._frameworks import FRAMEWORKS, SOURCES, lower_bound
+from tests._frameworks import FRAMEWORKS, SOURCES, lower_bound, python_bound
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ctxfold"
 PYTEST = importlib.metadata.version("pytest")
@@ -86,3 +86,25 @@ def test_each_integration_names_the_lowest_release_its_extra_declares(module: st
         and isinstance(node.value, ast.Constant)
     ]
     assert values == [lower_bound(extra, distribution)], source
+
+
+@pytest.mark.parametrize("module", sorted(FRAMEWORKS))
+def test_each_integration_names_the_python_its_extra_needs(module: str) -> None:
+    """The ``python=`` an integration's import error gives is the extra's ``python_version``
+    marker in pyproject.toml (none where the extra has none), so a user on an older Python is
+    told that no pip command helps exactly where pip would install nothing."""
+    extra, distribution = FRAMEWORKS[module]
+    source = SRC / "integrations" / f"{SOURCES[module][0]}.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "MissingDependencyError"
+    ]
+    assert calls, f"{source} raises no MissingDependencyError"
+    for call in calls:
+        given = next((k.value for k in call.keywords if k.arg == "python"), None)
+        python = None if given is None else ast.literal_eval(given)
+        assert python == python_bound(extra, distribution), f"{source}:{call.lineno}"
