@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def test_the_stored_text_and_returned_events_are_as_a_plain_encode_gives(tmp_pat
     with SQLiteStore(tmp_path / "events.db") as store:
         session = store.session("s")
         returned = session.append(messages)
-        with sqlite3.connect(tmp_path / "events.db") as conn:
+        with closing(sqlite3.connect(tmp_path / "events.db")) as conn:
             texts = [row[0] for row in conn.execute("SELECT data FROM events ORDER BY seq")]
         assert texts == [encode_data({"message": m.to_dict()}) for m in messages]
         assert returned == store.read("s")
