@@ -35,7 +35,7 @@ def private_message(message: Message) -> Message | None:
     value whose stored form reads back different, so that only decoding gives that copy.
 
     `message` and its tool calls are of exactly the types `Message` and `ToolCall`, with string
-    fields of exactly type str (what `_message_event` in ``session`` has checked)."""
+    fields of exactly type str (what `ctxfold.session.appended.message_event` has checked)."""
     try:
         extra = _copy(message.extra) if message.extra else {}
         if extra is _UNLIKE:

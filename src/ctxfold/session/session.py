@@ -6,17 +6,15 @@ rather than a replay of the log. Every write that the projection could refuse (a
 retraction, a pin) is checked against the projection first and then appended with
 `expected_seq`, so it is validated against exactly the history it lands on.
 
-`AsyncSession` gives asyncio agents the same object without blocking the event loop: each call
-runs the synchronous method in a worker thread (`asyncio.to_thread`). There is one control flow,
-the synchronous one; the async class only moves it off the loop. Stores are thread-safe.
+What an append hands the store and the projection is worked out in `ctxfold.session.appended`;
+`AsyncSession` (`ctxfold.session.async_session`) moves this object off an asyncio event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -24,7 +22,6 @@ from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
 from ctxfold.events import (
     COMPACTION,
     MASK,
-    MESSAGE,
     RESET,
     RESHAPING,
     Event,
@@ -36,23 +33,17 @@ from ctxfold.events import (
     Unpin,
     Usage,
 )
-from ctxfold.messages import Message, ToolCall
+from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import checkpoint
+from ctxfold.session.appended import as_events, message_event, private_event
 from ctxfold.session.fold import Fold
-from ctxfold.session.private import private_message
 from ctxfold.session.projection import Item
 from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
 from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
-from ctxfold.storage.checks import (
-    EncodedEvent,
-    decode_data,
-    encode_data,
-    fresh_event,
-    strings_event,
-)
+from ctxfold.storage.checks import EncodedEvent
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -131,12 +122,12 @@ class Session:
         """
         if type(items) is Message:
             # One message, the common append (a replay makes one per message): no batch loop.
-            event, message = _message_event(0, items)
+            event, message = message_event(0, items)
             items_list: list[Message | NewEvent] = [items]
             batch, known, others = [event], [message], 0
         else:
             items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
-            batch, known, others = _as_events(items_list)
+            batch, known, others = as_events(items_list)
         if not batch:
             return []
         with self._lock:
@@ -220,7 +211,7 @@ class Session:
                     if message is not None:
                         state.fold_message(event.seq, message)
                     else:
-                        state.fold(_private(event, texts[index].data if texts else None))
+                        state.fold(private_event(event, texts[index].data if texts else None))
             # Caught up still, when the only append the store saw since the last look is this
             # one: then the next look need not read the log.
             mark = self.store.change_mark()
@@ -528,88 +519,6 @@ class Session:
 register_session_type(Session)
 
 
-class AsyncSession:
-    """A `Session` for asyncio code: every call runs in a worker thread, off the event loop.
-
-    >>> import asyncio
-    >>> from ctxfold.storage import MemoryStore
-    >>> async def main() -> int:
-    ...     session = AsyncSession(MemoryStore().session("a"))
-    ...     await session.append(Message("user", "hi"))
-    ...     return len(await session.messages())
-    >>> asyncio.run(main())
-    1
-    """
-
-    def __init__(self, session: Session) -> None:
-        self.sync = session
-        self.id = session.id
-
-    async def append(
-        self,
-        items: Message | NewEvent | Iterable[Message | NewEvent],
-        *,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> list[Event]:
-        return await asyncio.to_thread(
-            self.sync.append, items, expected_seq=expected_seq, idempotency_key=idempotency_key
-        )
-
-    async def messages(self) -> Sequence[Message]:
-        return await asyncio.to_thread(self.sync.messages)
-
-    async def items(self) -> Sequence[Item]:
-        return await asyncio.to_thread(self.sync.items)
-
-    async def events(self, after: int = 0) -> list[Event]:
-        return await asyncio.to_thread(self.sync.events, after)
-
-    async def record_usage(self, prompt_tokens: int, **kwargs: Any) -> Event:
-        return await asyncio.to_thread(self.sync.record_usage, prompt_tokens, **kwargs)
-
-    async def message_count(self) -> int:
-        return await asyncio.to_thread(self.sync.message_count)
-
-    async def estimate(self, counter: TokenCounter | None = None) -> int:
-        return await asyncio.to_thread(self.sync.estimate, counter)
-
-    async def pin(self, *item_ids: int) -> Event:
-        return await asyncio.to_thread(self.sync.pin, *item_ids)
-
-    async def unpin(self, *item_ids: int) -> Event:
-        return await asyncio.to_thread(self.sync.unpin, *item_ids)
-
-    async def retract(self, item_id: int | None = None) -> Item:
-        return await asyncio.to_thread(self.sync.retract, item_id)
-
-    async def reset(self) -> Event:
-        return await asyncio.to_thread(self.sync.reset)
-
-    async def recall(
-        self,
-        query: str | None = None,
-        *,
-        ref: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> Recalled:
-        return await asyncio.to_thread(self.sync.recall, query, ref=ref, max_tokens=max_tokens)
-
-    async def call_recall(self, arguments: str | Mapping[str, Any]) -> str:
-        return await asyncio.to_thread(self.sync.call_recall, arguments)
-
-    def watch(
-        self,
-        after: int = 0,
-        *,
-        idle_timeout: float | None = None,
-        stop: threading.Event | None = None,
-    ) -> AsyncIterator[Event]:
-        """`Session.watch` for asyncio code: ``async for event in session.watch(): ...``; the
-        waiting runs in a worker thread, and leaving the loop or cancelling ends it."""
-        return self.sync.store.asubscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
-
-
 _paused_lock = threading.Lock()
 _paused_depth = 0
 _paused_from_enabled = False
@@ -642,102 +551,4 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _private(event: Event, text: str | None = None) -> Event:
-    """`event` with a copy of its data that shares nothing with it (what a read would give):
-    decoded from `text`, the JSON the store wrote for it, when given, else encoded anew."""
-    return Event(
-        event.session_id,
-        event.seq,
-        event.type,
-        decode_data(encode_data(event.data) if text is None else text),
-        event.created_at,
-    )
-
-
-def _message_event(position: int, item: Message) -> tuple[NewEvent, Message | None]:
-    """The event that stores `item`, and the message the projection may fold as it is: `item`
-    itself when its stored form gives it back equal and it has no `extra`, a private copy
-    (`private_message`) when it has one, else None (it is read from the stored data).
-    Refuses, before anything is written, a field of a type that a read of the log would refuse
-    (`Message.from_dict`): the constructor does not check them."""
-    content, call_id, name = item.content, item.tool_call_id, item.name
-    plain = type(item) is Message and type(item.tool_calls) is tuple
-    extra = bool(item.extra)
-    if not (
-        (content is None or type(content) is str)
-        and (call_id is None or type(call_id) is str)
-        and (name is None or type(name) is str)
-    ):
-        for field, value in (("content", content), ("tool_call_id", call_id), ("name", name)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(
-                    f"item {position} of the append: {field} must be a string or None, "
-                    f"not {type(value).__name__}; nothing was written"
-                )
-        plain = False  # a subclass of str: the stored form gives a str back
-    for call in item.tool_calls:
-        if not (
-            isinstance(call.id, str)
-            and call.id
-            and isinstance(call.name, str)
-            and call.name
-            and isinstance(call.arguments, str)
-        ):
-            raise InvalidInputError(
-                f"item {position} of the append: a tool call needs a non-empty string id and "
-                f"name and string arguments, not {call!r}; nothing was written"
-            )
-        if call.extra:
-            extra = True
-        if not (
-            type(call) is ToolCall
-            and type(call.id) is str
-            and type(call.name) is str
-            and type(call.arguments) is str
-        ):
-            plain = False
-    if plain and not extra:
-        # Plain JSON built here and handed to nobody else (no `extra` the caller may still
-        # change, no tuple that JSON turns into a list): the store may give it back as stored,
-        # and the message folds as it is.
-        # Only strings and None in it (`plain`): the store may write it with orjson.
-        return strings_event(MESSAGE, {"message": item.to_dict()}), item
-    # An `extra` the caller may change after the append. Where a copy of its containers reads
-    # back equal (`private_message`), the projection folds one such copy and the store is
-    # handed the data of another, which no one else holds: the store gives that back as the
-    # returned event's data, so neither is decoded from the stored text (a fraction of the
-    # cost), and the caller, the returned events and the view share no container.
-    private = private_message(item) if plain else None
-    if private is None:
-        return NewEvent.message(item), None
-    stored = private_message(item)
-    assert stored is not None  # the same message, copied a moment ago
-    return fresh_event(MESSAGE, {"message": stored.to_dict()}), private
-
-
-def _as_events(
-    items: Sequence[Message | NewEvent],
-) -> tuple[list[NewEvent], list[Message | None], int]:
-    """The events that store `items`; for each, the message the projection may fold as it is
-    (`_message_event`), else None; and how many items were events rather than messages."""
-    out: list[NewEvent] = []
-    known: list[Message | None] = []
-    others = 0
-    for position, item in enumerate(items):
-        if isinstance(item, Message):
-            event, message = _message_event(position, item)
-            out.append(event)
-            known.append(message)
-        elif isinstance(item, NewEvent):
-            out.append(item)
-            known.append(None)
-            others += 1
-        else:
-            raise InvalidInputError(
-                f"item {position} of the append is a {type(item).__name__}; "
-                "append takes Message or NewEvent values"
-            )
-    return out, known, others
-
-
-__all__ = ["AsyncSession", "Session"]
+__all__ = ["Session"]

@@ -1,0 +1,117 @@
+"""What an append hands on: the events that store the items a caller appends, and the values the
+projection may fold without reading the stored text back.
+
+A `Session.append` of messages is the hot path of every agent turn. Each message is checked here,
+before anything is written, for the field types a read of the log would refuse; then it becomes
+the event the store encodes, together with the message the projection folds: the caller's own
+when nothing in it can change after the append, a private copy when its `extra` could
+(`ctxfold.session.private`), or none, and the projection then decodes the stored text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxfold.errors import InvalidInputError
+from ctxfold.events import MESSAGE, Event, NewEvent
+from ctxfold.messages import Message, ToolCall
+from ctxfold.session.private import private_message
+from ctxfold.storage.checks import decode_data, encode_data, fresh_event, strings_event
+
+
+def private_event(event: Event, text: str | None = None) -> Event:
+    """`event` with a copy of its data that shares nothing with it (what a read would give):
+    decoded from `text`, the JSON the store wrote for it, when given, else encoded anew."""
+    return Event(
+        event.session_id,
+        event.seq,
+        event.type,
+        decode_data(encode_data(event.data) if text is None else text),
+        event.created_at,
+    )
+
+
+def message_event(position: int, item: Message) -> tuple[NewEvent, Message | None]:
+    """The event that stores `item`, and the message the projection may fold as it is: `item`
+    itself when its stored form gives it back equal and it has no `extra`, a private copy
+    (`private_message`) when it has one, else None (it is read from the stored data).
+    Refuses, before anything is written, a field of a type that a read of the log would refuse
+    (`Message.from_dict`): the constructor does not check them."""
+    content, call_id, name = item.content, item.tool_call_id, item.name
+    plain = type(item) is Message and type(item.tool_calls) is tuple
+    extra = bool(item.extra)
+    if not (
+        (content is None or type(content) is str)
+        and (call_id is None or type(call_id) is str)
+        and (name is None or type(name) is str)
+    ):
+        for field, value in (("content", content), ("tool_call_id", call_id), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(
+                    f"item {position} of the append: {field} must be a string or None, "
+                    f"not {type(value).__name__}; nothing was written"
+                )
+        plain = False  # a subclass of str: the stored form gives a str back
+    for call in item.tool_calls:
+        if not (
+            isinstance(call.id, str)
+            and call.id
+            and isinstance(call.name, str)
+            and call.name
+            and isinstance(call.arguments, str)
+        ):
+            raise InvalidInputError(
+                f"item {position} of the append: a tool call needs a non-empty string id and "
+                f"name and string arguments, not {call!r}; nothing was written"
+            )
+        if call.extra:
+            extra = True
+        if not (
+            type(call) is ToolCall
+            and type(call.id) is str
+            and type(call.name) is str
+            and type(call.arguments) is str
+        ):
+            plain = False
+    if plain and not extra:
+        # Plain JSON built here and handed to nobody else (no `extra` the caller may still
+        # change, no tuple that JSON turns into a list): the store may give it back as stored,
+        # and the message folds as it is.
+        # Only strings and None in it (`plain`): the store may write it with orjson.
+        return strings_event(MESSAGE, {"message": item.to_dict()}), item
+    # An `extra` the caller may change after the append. Where a copy of its containers reads
+    # back equal (`private_message`), the projection folds one such copy and the store is
+    # handed the data of another, which no one else holds: the store gives that back as the
+    # returned event's data, so neither is decoded from the stored text (a fraction of the
+    # cost), and the caller, the returned events and the view share no container.
+    private = private_message(item) if plain else None
+    if private is None:
+        return NewEvent.message(item), None
+    stored = private_message(item)
+    assert stored is not None  # the same message, copied a moment ago
+    return fresh_event(MESSAGE, {"message": stored.to_dict()}), private
+
+
+def as_events(
+    items: Sequence[Message | NewEvent],
+) -> tuple[list[NewEvent], list[Message | None], int]:
+    """The events that store `items`; for each, the message the projection may fold as it is
+    (`message_event`), else None; and how many items were events rather than messages."""
+    out: list[NewEvent] = []
+    known: list[Message | None] = []
+    others = 0
+    for position, item in enumerate(items):
+        if isinstance(item, Message):
+            event, message = message_event(position, item)
+            out.append(event)
+            known.append(message)
+        elif isinstance(item, NewEvent):
+            out.append(item)
+            known.append(None)
+            others += 1
+        else:
+            raise InvalidInputError(
+                f"item {position} of the append is a {type(item).__name__}; "
+                "append takes Message or NewEvent values"
+            )
+    return out, known, others
