@@ -13,7 +13,8 @@ from ctxfold.testing.transcripts import generate
 
 REPLAY_KEYS = {
     "input", "html", "window", "trigger", "target", "messages", "requests", "original_tokens",
-    "peak_tokens", "final_tokens", "compactions", "failed_compactions", "summarizer_calls",
+    "peak_tokens", "final_tokens", "over_window", "compactions", "failed_compactions",
+    "summarizer_calls",
     "requested_tokens", "reused_tokens", "cache_reuse", "duration_s", "counter", "turns",
     "fidelity",
 }  # fmt: skip
@@ -40,6 +41,7 @@ def test_replay_json_reports_every_request_and_compaction(
     assert data["requests"] == len(data["turns"]) == 61
     assert len(data["compactions"]) >= 3
     assert all(t["tokens"] <= 16_000 for t in data["turns"])
+    assert data["over_window"] == []
     assert data["summarizer_calls"] == sum(c["summarizer_calls"] for c in data["compactions"])
     assert 0 < data["cache_reuse"] < 1
     assert data["reused_tokens"] == sum(t["prefix_tokens"] for t in data["turns"])
@@ -62,8 +64,27 @@ def test_replay_text_and_html_page(how: str, demo_file: Path, tmp_path: Path) ->
     for phrase in ("compactions:", "summarizer calls:", "prompt-cache reuse:", "#1 before request",
                    "context per request", f"html: {page_path}"):  # fmt: skip
         assert phrase in outcome.stdout
+    assert "over the window" not in outcome.stdout  # every request fit 16,000 tokens
     page = page_path.read_text(encoding="utf-8")
     assert 'id="replay-data"' in page and "compaction-row" in page
+
+
+def test_requests_over_the_window_are_named(demo_file: Path, tmp_path: Path) -> None:
+    """At a window too small for the transcript's newest turns, the requests that took more
+    than the window (a provider would refuse each) are listed: in --json, on their own line of
+    the text report, and as a figure on the HTML page."""
+    argv = ["replay", str(demo_file), "--window", "1200"]
+    data = json.loads(run_cli([*argv, "--json"], how="runner", home=tmp_path).stdout)
+    over = [t["turn"] for t in data["turns"] if t["tokens"] > 1_200]
+    assert over and data["over_window"] == over
+    page_path = tmp_path / "small.html"
+    text = run_cli([*argv, "--html", str(page_path)], how="runner", home=tmp_path).stdout
+    line = next(x for x in text.splitlines() if "over the window" in x)
+    assert line.strip().startswith(f"over the window: {len(over)} of {data['requests']} requests")
+    more = ", ..." if len(over) > 8 else ""
+    assert f"(requests {', '.join(map(str, over[:8]))}{more})" in line
+    page = page_path.read_text(encoding="utf-8")
+    assert f"<b>{len(over)}</b><span>requests over the window</span>" in page
 
 
 def test_replay_into_a_database_keeps_the_session(demo_file: Path, tmp_path: Path) -> None:

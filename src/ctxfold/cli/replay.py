@@ -140,6 +140,14 @@ def print_replay(result: ReplayResult, source: str) -> None:
         f"{tokens(result.final_tokens)} tokens; the whole transcript is "
         f"{tokens(result.original_tokens)}"
     )
+    over = result.over_window
+    if over:
+        shown = ", ".join(str(turn) for turn in over[:8]) + (", ..." if len(over) > 8 else "")
+        click.echo(
+            f"  over the window: {len(over):,} of {len(result.requests):,} requests took more "
+            f"than {tokens(result.window)} tokens (requests {shown}), which a provider refuses; "
+            "compaction could not bring them under it"
+        )
     failed = f" ({result.failed_compactions} failed)" if result.failed_compactions else ""
     click.echo(
         f"  compactions: {len(result.compactions)}{failed}; "

@@ -98,6 +98,7 @@ def _stats(result: ReplayResult) -> str:
         (f"{result.original_tokens:,}", "transcript, uncompacted"),
         (f"{result.peak_tokens:,}", "largest request"),
         (f"{result.final_tokens:,}", "last request"),
+        (f"{len(result.over_window):,}", "requests over the window"),
         (f"{len(result.compactions):,}", "compactions"),
         (f"{result.summarizer_calls:,}", "summarizer calls"),
         (f"{result.cache_reuse:.1%}", "prompt-cache reuse"),

@@ -118,6 +118,13 @@ class ReplayResult:
         return self.requests[-1].tokens if self.requests else 0
 
     @property
+    def over_window(self) -> tuple[int, ...]:
+        """The turns whose request took more tokens than the window: a provider refuses those.
+        Compaction could not bring them under it (too few messages yet for `min_messages`, or
+        what is left is kept whole: the system prompt, the newest turn, pinned items)."""
+        return tuple(r.turn for r in self.requests if r.tokens > self.window)
+
+    @property
     def requested_tokens(self) -> int:
         """Tokens sent over the whole run: the sum of every request's size."""
         return sum(r.request_tokens for r in self.requests)
@@ -143,6 +150,7 @@ class ReplayResult:
             "original_tokens": self.original_tokens,
             "peak_tokens": self.peak_tokens,
             "final_tokens": self.final_tokens,
+            "over_window": list(self.over_window),
             "compactions": [c.to_dict() for c in self.compactions],
             "failed_compactions": self.failed_compactions,
             "summarizer_calls": self.summarizer_calls,
