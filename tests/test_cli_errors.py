@@ -317,8 +317,10 @@ def test_a_bad_import_creates_no_session(how: str, tmp_path: Path) -> None:
     outcome = run_cli(["sessions", "import", str(bad), "--session", "s1", "-d", db], how=how,
                       home=tmp_path)  # fmt: skip
     assert outcome.code == 2 and "line 2" in outcome.stderr
+    # Refused before the store was opened: there is no database, so no session in one.
     listed = run_cli(["sessions", "-d", db], how=how, home=tmp_path)
-    assert listed.code == 0 and "s1" not in listed.stdout
+    assert listed.code == 2 and "no SQLite database" in listed.stderr
+    assert not (tmp_path / "agent.db").exists()
 
 
 def _storage_reports_unreachable(url: str) -> bool:

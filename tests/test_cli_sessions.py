@@ -11,6 +11,7 @@ from _cli import WAYS, run_cli
 from ctxfold import __version__
 from ctxfold.cli import cli
 from ctxfold.messages import read_jsonl, write_jsonl
+from ctxfold.storage import SQLiteStore
 from ctxfold.testing.transcripts import generate
 
 
@@ -92,9 +93,39 @@ def test_importing_into_an_existing_session_is_refused(transcript: Path, tmp_pat
 @pytest.mark.parametrize("command", ["show", "log", "export"])
 def test_an_unknown_session_is_a_clear_error(command: str, tmp_path: Path) -> None:
     """Asking for a session that is not there exits 2 and names it."""
+    SQLiteStore(tmp_path / "agent.db").close()
     db = f"sqlite:///{tmp_path / 'agent.db'}"
     outcome = run_cli(["sessions", command, "nope", "-d", db], how="runner", home=tmp_path)
     assert outcome.code == 2 and "'nope'" in outcome.stderr
+
+
+READERS = [["list"], ["show", "s"], ["log", "s"], ["export", "s"], ["recall", "s", "error"]]
+
+
+@pytest.mark.parametrize("how", WAYS)
+@pytest.mark.parametrize("command", READERS, ids=lambda c: c[0])
+def test_a_reader_given_a_missing_database_says_so_and_makes_none(
+    how: str, command: list[str], tmp_path: Path
+) -> None:
+    """A command that only reads, given a SQLite path where there is no database (a typo, say),
+    exits 2 naming the path, and leaves no new file or folder behind: it does not answer from a
+    new empty database it just made."""
+    missing = tmp_path / "no-such-folder" / "agnet.db"
+    outcome = run_cli(["sessions", *command, "-d", f"sqlite:///{missing}"], how=how,
+                      home=tmp_path)  # fmt: skip
+    assert outcome.code == 2
+    assert f"no SQLite database at '{missing}'" in outcome.stderr
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize("command", READERS, ids=lambda c: c[0])
+def test_a_reader_before_anything_was_stored_says_so(command: list[str], tmp_path: Path) -> None:
+    """With no store named and the embedded database not made yet, a reader says that nothing
+    was stored yet and how to name a store, and makes no data folder."""
+    outcome = run_cli(["sessions", *command], how="runner", home=tmp_path)
+    assert outcome.code == 2
+    assert "no sessions stored yet" in outcome.stderr and "-d URL" in outcome.stderr
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / ".local").exists()
 
 
 def _commands(group, path=()):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import InvalidInputError, StoreUnavailableError
 from ctxfold.events import NewEvent
 from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
 
@@ -101,3 +101,31 @@ def test_a_schema_parameter_needs_one_name() -> None:
         with pytest.raises(InvalidInputError, match="schema") as caught:
             open_store(url)
         assert "pw@" not in str(caught.value)
+
+
+def test_create_false_opens_only_a_sqlite_file_that_exists(tmp_path: Path) -> None:
+    """``create=False`` (for readers) refuses a missing SQLite file with StoreUnavailableError
+    naming it, and makes neither the file nor its folder; a file that exists opens as usual, and
+    the stores with no file to make ignore the flag."""
+    missing = tmp_path / "folder" / "typo.db"
+    with pytest.raises(StoreUnavailableError, match=r"no SQLite database at .*typo\.db"):
+        open_store(f"sqlite:///{missing}", create=False)
+    assert not missing.parent.exists()
+    with SQLiteStore(tmp_path / "there.db") as store:
+        store.append("s", [NewEvent("turn")])
+    with open_store(f"sqlite:///{tmp_path / 'there.db'}", create=False) as store:
+        assert store.last_seq("s") == 1
+    with open_store("sqlite:///:memory:", create=False) as store:
+        assert store.sessions() == []
+    assert isinstance(open_store("memory://", create=False), MemoryStore)
+
+
+def test_a_missing_relative_sqlite_path_is_named_with_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative path is read from the working folder, which the error spells out."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailableError) as caught:
+        SQLiteStore("runs/agent.db", create=False)
+    assert f"'runs/agent.db' ({tmp_path / 'runs' / 'agent.db'})" in str(caught.value)
+    assert not (tmp_path / "runs").exists()

@@ -176,8 +176,11 @@ def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer | None
     )
 
 
-def default_database_url(env: os._Environ[str] | dict[str, str] | None = None) -> str:
-    """CTXFOLD_DATABASE_URL, else the embedded SQLite file in the user's data folder."""
+def default_database_url(
+    env: os._Environ[str] | dict[str, str] | None = None, *, create: bool = True
+) -> str:
+    """CTXFOLD_DATABASE_URL, else the embedded SQLite file in the user's data folder (whose
+    folder is made unless `create` is False)."""
     from ctxfold.storage import default_sqlite_path
 
     env = os.environ if env is None else env
@@ -185,7 +188,8 @@ def default_database_url(env: os._Environ[str] | dict[str, str] | None = None) -
     if url:
         return url
     path = default_sqlite_path(env)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
 
@@ -201,11 +205,25 @@ def database_option(*, help: str = DATABASE_HELP) -> Callable[[F], F]:
     return click.option("-d", "--database", "database", metavar="URL", default=None, help=help)
 
 
-def open_database(url: str | None) -> StoreBase:
-    """Open the store named on the command line (or the default one)."""
+def open_database(url: str | None, *, create: bool = True) -> StoreBase:
+    """Open the store named on the command line (or the default one). Commands that only read
+    pass ``create=False``: a SQLite file that is not there is an error naming it, rather than a
+    new empty database that would answer "no sessions"."""
+    from ctxfold.errors import StoreUnavailableError
     from ctxfold.storage import open_store
 
-    return open_store(url or default_database_url())
+    if url or os.environ.get(DATABASE_ENV, "").strip():
+        return open_store(url or default_database_url(), create=create)
+    default = default_database_url(create=create)
+    try:
+        return open_store(default, create=create)
+    except StoreUnavailableError:
+        # Nothing named, and the embedded file not made yet: nothing was ever stored here.
+        raise StoreUnavailableError(
+            f"no sessions stored yet: the embedded database {default.removeprefix('sqlite:///')} "
+            "does not exist (a command that writes makes it, such as 'ctxfold sessions import'); "
+            f"name another store with -d URL or ${DATABASE_ENV}"
+        ) from None
 
 
 def check_writable(path: Path) -> None:

@@ -90,7 +90,7 @@ def show(session_id: str, database: str | None, as_json: bool) -> None:
     Example:
       ctxfold sessions show chat-1
     """
-    with open_database(_database(database)) as store:
+    with open_database(_database(database), create=False) as store:
         messages = _existing(store, session_id).messages()
     if _json(as_json):
         echo_json({"session": session_id, "messages": [m.to_dict() for m in messages]})
@@ -111,7 +111,7 @@ def log(session_id: str, database: str | None, as_json: bool) -> None:
     Example:
       ctxfold sessions log chat-1
     """
-    with open_database(_database(database)) as store:
+    with open_database(_database(database), create=False) as store:
         events = _existing(store, session_id).events()
     if _json(as_json):
         echo_json({"session": session_id, "events": [_event_dict(e) for e in events]})
@@ -145,7 +145,7 @@ def export(session_id: str, output: Path | None, fmt: str, database: str | None)
     """
     from ctxfold.messages import dumps_jsonl, write_jsonl
 
-    with open_database(_database(database)) as store:
+    with open_database(_database(database), create=False) as store:
         messages = _existing(store, session_id).messages()
     if output is None:
         click.echo(dumps_jsonl(messages, cast("Format", fmt)), nl=False)
@@ -201,7 +201,7 @@ def import_transcript(
 
 
 def _list(database: str | None, as_json: bool) -> None:
-    with open_database(database) as store:
+    with open_database(database, create=False) as store:
         found = [(session_id, store.last_seq(session_id)) for session_id in store.sessions()]
     if as_json:
         echo_json({"sessions": [{"id": i, "events": n} for i, n in found]})
@@ -247,7 +247,7 @@ def recall(
       ctxfold sessions recall chat-1 src/app/models.py --max-tokens 500 --json
     """
     text = " ".join(query) if query else None
-    with open_database(_database(database)) as store:
+    with open_database(_database(database), create=False) as store:
         found = _existing(store, session_id).recall(text, ref=ref, max_tokens=max_tokens)
     if not _json(as_json):
         click.echo(found.text)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError
+from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError, StoreUnavailableError
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_data, decode_event
@@ -95,6 +95,10 @@ class SQLiteStore(StoreBase):
     brought up to date by each search (the events appended since the last one are indexed
     then), so appends pay nothing for it. Safe to call from several threads and processes.
 
+    `create=False` opens only a file that exists: a missing one is a `StoreUnavailableError`
+    naming it, and no file or folder is made (a reader given a mistyped path must not leave an
+    empty database behind and report it empty).
+
     `close` (or a ``with`` block) closes its connections at once; a store dropped unclosed
     closes them when it is collected, so Python (3.13 on) has none left open to warn about.
 
@@ -113,6 +117,7 @@ class SQLiteStore(StoreBase):
         synchronous: str = "FULL",
         busy_timeout: float = 30.0,
         poll_interval: float = 0.1,
+        create: bool = True,
     ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise InvalidInputError(
@@ -136,7 +141,14 @@ class SQLiteStore(StoreBase):
         else:
             self._shared = None
             self.poll_interval = poll_interval
-            Path(text).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            file = Path(text).expanduser()
+            if not create and not file.exists():
+                full = str(file.absolute())
+                where = repr(text) if full == text else f"{text!r} ({full})"
+                raise StoreUnavailableError(
+                    f"no SQLite database at {where}; nothing was created there: check the path"
+                )
+            file.parent.mkdir(parents=True, exist_ok=True)
         # A store dropped without `close` closes its connections when it is collected, rather
         # than leave each to Python, which warns about every connection left open (3.13 on).
         # Every transaction was committed or rolled back when it ended: nothing is lost.

@@ -17,7 +17,7 @@ SUPPORTED = (
 )
 
 
-def open_store(url: str) -> StoreBase:
+def open_store(url: str, *, create: bool = True) -> StoreBase:
     """Open the store a URL names.
 
     - ``memory://``: a `MemoryStore`;
@@ -27,6 +27,9 @@ def open_store(url: str) -> StoreBase:
     - ``postgresql://…`` or ``postgres://…``: a `PostgresStore`; a ``schema`` query parameter
       names the schema and is not passed on to the server; ``connect_timeout`` (seconds, libpq's
       own parameter) sets how long to wait for the server (5 s when absent).
+
+    `create=False` opens a SQLite file only if it exists (else `StoreUnavailableError`, and
+    nothing is made): for readers. The other stores have no file to make and ignore it.
 
     >>> open_store("sqlite:///:memory:")
     SQLiteStore(':memory:')
@@ -38,7 +41,7 @@ def open_store(url: str) -> StoreBase:
     if scheme == "memory" and rest == "":
         return MemoryStore()
     if scheme == "sqlite":
-        return _open_sqlite(url, rest)
+        return _open_sqlite(url, rest, create)
     if scheme in ("postgresql", "postgres"):
         return _open_postgres(url)
     raise InvalidInputError(
@@ -46,14 +49,14 @@ def open_store(url: str) -> StoreBase:
     )
 
 
-def _open_sqlite(url: str, rest: str) -> SQLiteStore:
+def _open_sqlite(url: str, rest: str, create: bool) -> SQLiteStore:
     # "sqlite:///x" leaves "/x": an empty host, then the path after the slash.
     if not rest.startswith("/") or len(rest) < 2 or "?" in rest or "#" in rest:
         raise InvalidInputError(
             f"cannot open a store from {url!r}: a SQLite URL is sqlite:///relative/path.db, "
             "sqlite:////absolute/path.db or sqlite:///:memory:, with no host or query"
         )
-    return SQLiteStore(rest[1:])
+    return SQLiteStore(rest[1:], create=create)
 
 
 def _open_postgres(url: str) -> StoreBase:
