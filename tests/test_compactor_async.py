@@ -4,6 +4,7 @@ as the sync ones, await async summarizers, and never block the event loop."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 
 import pytest
@@ -227,3 +228,30 @@ async def test_acompact_plans_on_the_loop_thread() -> None:
     report = await comp.acompact(session)
     assert report.landed
     assert seen == {loop_thread}
+
+
+@pytest.mark.parametrize(
+    ("call", "instead"),
+    [
+        ("maybe_compact", "await compactor.amaybe_compact(session)"),
+        ("compact", "await compactor.acompact(session)"),
+        ("recover_from_overflow", "await compactor.arecover_from_overflow(session)"),
+        ("estimate", "compactor.estimate(session.sync)"),
+        ("should_compact", "compactor.should_compact(session.sync)"),
+    ],
+)
+def test_a_blocking_call_given_an_async_session_names_the_call_to_make(
+    call: str, instead: str
+) -> None:
+    """The blocking entry points refuse an AsyncSession with a ConfigurationError that names
+    what to call instead, not an AttributeError from deep inside; a list of messages is
+    pointed to compact_messages. Nothing is appended."""
+    from ctxfold.errors import ConfigurationError, InvalidInputError
+
+    compactor = Compactor(Budget(window=4_000))
+    session = AsyncSession(MemoryStore().session("s"))
+    with pytest.raises(ConfigurationError, match=re.escape(instead)):
+        getattr(compactor, call)(session)
+    with pytest.raises(InvalidInputError, match="compact_messages"):
+        getattr(compactor, call)(history())
+    assert session.sync.last_seq == 0

@@ -594,3 +594,20 @@ def test_messages_appended_after_an_estimate_are_counted_once_each(tmp_path: Pat
         cold = store.session("s", counter=counter)
         assert session.estimate() == cold.estimate() > before
         assert session.tally().count(session.items()[-1].id) > 0
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ({"role": "user", "content": "hi"}, r"not a dict; .*Message\.from_dict"),
+        ("hello", "not a str"),
+        (b"hello", "not a bytes"),
+    ],
+)
+def test_an_append_of_one_dict_or_string_is_refused_as_what_it_is(given: object, says: str) -> None:
+    """A dict, str or bytes handed to append is refused by its own type, before anything is
+    written, rather than iterated (which would blame its first key or character)."""
+    session = MemoryStore().session("s")
+    with pytest.raises(InvalidInputError, match=f"append takes a Message.*{says}.*nothing was"):
+        session.append(given)  # type: ignore[arg-type]
+    assert session.last_seq == 0

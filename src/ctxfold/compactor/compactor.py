@@ -18,7 +18,7 @@ from ctxfold.compactor.drivers import Edge, run_async, run_sync
 from ctxfold.compactor.landing import compaction
 from ctxfold.compactor.report import CompactionReport, CompactionStart, Reason, Trim
 from ctxfold.compactor.run import Callback, RunSettings
-from ctxfold.errors import BudgetError, ConfigurationError
+from ctxfold.errors import BudgetError, ConfigurationError, InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
@@ -136,6 +136,7 @@ class Compactor:
     def estimate(self, session: Session) -> int:
         """Tokens the next request would take: the last provider usage report plus a count of
         what came after, else a count; tool schemas included. O(1) per appended message."""
+        _blocking(session, "estimate")
         return self._estimate(session.tally(self.counter))
 
     def _estimate(self, tally: Tally) -> int:
@@ -153,6 +154,7 @@ class Compactor:
         `adding`: messages about to be appended, judged as if they were (an integration that
         appends a request's messages only with the model's response). `fresh=False` judges the
         session as of its last look at the store (`Session.items`)."""
+        _blocking(session, "should_compact")
         budget = self.budget
         if budget is None:
             return False
@@ -184,6 +186,7 @@ class Compactor:
         returns None when it did not. A summarizer or callback failure is logged and reported,
         never raised (`auto-trigger-isolates-failures`). With `background`, see
         `ctxfold.compactor.background`: the report is that of the last run this check settled."""
+        _blocking(session, "maybe_compact")
         runs = self._runs
         if runs is not None and not runs.closed and self.budget is not None:
             flow = self._tend(self.budget)
@@ -234,6 +237,7 @@ class Compactor:
         `report.landed` says whether anything was appended, `report.outcome` why not. Raises on
         an empty session (`empty-session-refused`) and when the summarizer or the callback
         raises (`auto-trigger-isolates-failures`)."""
+        _blocking(session, "compact")
         flow = self._flow("manual", target, manual=True)
         return self._finish(run_sync(flow, self._edge(), session))
 
@@ -260,6 +264,7 @@ class Compactor:
         protection of their own in these runs (the current request stays pinned): the
         provider has just shown the counts they are bounded with to be short. Nothing is
         appended to the conversation itself."""
+        _blocking(session, "recover_from_overflow")
         figures = overflow_figures(error)
         if figures.prompt_tokens is not None:
             session.record_usage(figures.prompt_tokens)
@@ -408,3 +413,28 @@ def _free_rungs(pipeline: Pipeline) -> Pipeline | None:
 
 def _sync(session: Session | AsyncSession) -> Session:
     return session.sync if isinstance(session, AsyncSession) else session
+
+
+def _blocking(session: object, call: str) -> None:
+    """Refuse, with the call to make instead, what a blocking entry point cannot use: an
+    `AsyncSession` (its methods are coroutines) or anything else that is not a `Session`."""
+    if isinstance(session, Session):
+        return
+    if isinstance(session, AsyncSession):
+        instead = (
+            f"await compactor.a{call}(session)"
+            if call in ("maybe_compact", "compact", "recover_from_overflow")
+            else f"compactor.{call}(session.sync)"
+        )
+        raise ConfigurationError(
+            f"compactor.{call}() blocks and takes a Session, not an AsyncSession: use {instead}"
+        )
+    hint = (
+        "; for a list of messages, use ctxfold.compact_messages"
+        if isinstance(session, (list, tuple))
+        else ""
+    )
+    raise InvalidInputError(
+        f"compactor.{call}() takes a Session (store.session(id)), not "
+        f"{type(session).__name__}{hint}"
+    )
