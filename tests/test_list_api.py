@@ -179,3 +179,21 @@ def test_a_raise_in_a_later_round_keeps_the_rounds_that_worked() -> None:
     assert [frame_kind(m) for m in out.messages].count("summary") == 1
     assert out.report.error is not None and "rate limited" in out.report.error
     assert any("raised" in note for note in out.report.notes)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("hello", "takes a list of Message values, not a str"),
+        ({"role": "user", "content": "hi"}, "takes a list of Message values, not a dict"),
+        ([{"role": "user", "content": "hi"}], "message 0 is a dict, .*from_openai"),
+        ([], "at least one message"),
+    ],
+)
+def test_what_is_not_a_list_of_messages_is_refused_by_what_it_is(given: object, says: str) -> None:
+    """compact_messages names the value it was given: a string or a dict is not iterated (which
+    would blame its first character or key), and a provider's dict is pointed to its reader."""
+    from ctxfold.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=says):
+        ctxfold.compact_messages(given, Budget(window=4_000))  # type: ignore[arg-type]

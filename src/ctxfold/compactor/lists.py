@@ -102,12 +102,21 @@ def _prepare(
     redact: Callable[[str], str] | None,
     target: int | None,
 ) -> tuple[Snapshot, RunSettings, Edge]:
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise InvalidInputError(
+            f"compact_messages takes a list of Message values, not a {type(messages).__name__}"
+        )
     if not messages:
         raise InvalidInputError("compact_messages needs at least one message")
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
+            hint = (
+                "; read a provider's messages with from_openai or from_anthropic"
+                if isinstance(message, Mapping)
+                else ""
+            )
             raise InvalidInputError(
-                f"message {position} is a {type(message).__name__}, not a ctxfold Message"
+                f"message {position} is a {type(message).__name__}, not a ctxfold Message{hint}"
             )
     # A compactor gives the defaults (counter, summarizer, ladder) and reads the budget. A
     # summarizer that raises makes the run decline, keeping the rounds that worked: the caller
