@@ -212,8 +212,9 @@ def open_database(url: str | None, *, create: bool = True) -> StoreBase:
     from ctxfold.errors import StoreUnavailableError
     from ctxfold.storage import open_store
 
-    if url or os.environ.get(DATABASE_ENV, "").strip():
-        return open_store(url or default_database_url(), create=create)
+    named = url or os.environ.get(DATABASE_ENV, "").strip()
+    if named:
+        return open_store(named, create=create)
     default = default_database_url(create=create)
     try:
         return open_store(default, create=create)
