@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError, SchemaVersionError
+from ctxfold.errors import InvalidInputError, SchemaVersionError, StoreUnavailableError
 from ctxfold.events import NewEvent
 from ctxfold.storage import SQLiteStore, StoreBase, default_sqlite_path
 from ctxfold.testing.store_contract import EventStoreContract
@@ -165,3 +165,65 @@ def test_close_then_collection_closes_nothing_twice(tmp_path: Path) -> None:
     for conn in held:
         with pytest.raises(sqlite3.ProgrammingError, match="closed"):
             conn.execute("SELECT 1")
+
+
+def _limit_next_connection(store: SQLiteStore, pragma: str) -> None:
+    """Set `pragma` on the connection the store's next call will take (its newest idle one)."""
+    with store._connection() as conn:
+        conn.execute(pragma)
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_full_disk_is_a_store_error_and_the_append_does_not_land(tmp_path: Path) -> None:
+    """SQLite's "database or disk is full" (here: the file may not grow, which SQLite reports
+    the same way) is a StoreUnavailableError naming the file, the append and what to do, not a
+    raw driver error; none of the batch is written, and the store goes on working."""
+    with SQLiteStore(tmp_path / "events.db") as store:
+        store.append("s", [NewEvent("turn", {"n": 0})])
+        with store._connection() as conn:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    with SQLiteStore(tmp_path / "events.db") as store:
+        _limit_next_connection(store, f"PRAGMA max_page_count = {pages}")
+        batch = [NewEvent("turn", {"text": "x" * 2_000, "n": n}) for n in range(1, 50)]
+        with pytest.raises(StoreUnavailableError) as caught:
+            store.append("s", batch)
+        message = str(caught.value)
+        assert "events.db" in message and "an append to session 's'" in message
+        assert "disk is full" in message and "nothing of this append was written" in message
+        assert store.last_seq("s") == 1
+    with SQLiteStore(tmp_path / "events.db") as store:
+        assert store.append("s", batch[:1])[0].seq == 2
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_lock_held_past_busy_timeout_is_a_store_error_naming_the_timeout(tmp_path: Path) -> None:
+    """An append that waited busy_timeout for another writer's lock fails with a
+    StoreUnavailableError that says so and how to wait longer; a search, which brings its index
+    up to date, says the same for itself."""
+    path = tmp_path / "events.db"
+    with SQLiteStore(path, busy_timeout=0.05) as store:
+        store.append("s", [NewEvent("message", {"message": {"role": "user", "content": "hi"}})])
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreUnavailableError, match=r"busy_timeout, 0\.05 s"):
+                store.append("s", [NewEvent("turn")])
+            with pytest.raises(StoreUnavailableError, match="during a search of session 's'"):
+                store.search("s", "hi")
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        assert store.last_seq("s") == 1
+        assert [hit.seq for hit in store.search("s", "hi")] == [1]
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_read_only_connection_is_a_store_error(tmp_path: Path) -> None:
+    """A write SQLite refuses as read-only is a StoreUnavailableError that says to check the
+    permissions, and nothing is written."""
+    with SQLiteStore(tmp_path / "events.db") as store:
+        _limit_next_connection(store, "PRAGMA query_only = 1")
+        with pytest.raises(StoreUnavailableError, match="check their permissions"):
+            store.append("s", [NewEvent("turn")])
+    with SQLiteStore(tmp_path / "events.db") as store:
+        assert store.last_seq("s") == 0

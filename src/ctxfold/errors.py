@@ -109,7 +109,9 @@ class StoreClosedError(StoreError, RuntimeError):
 
 class StoreUnavailableError(StoreError, ConnectionError):
     """The database cannot be reached (down, refusing connections, missing, or shut down while in
-    use). The message names the database without its password and says what to check."""
+    use), or cannot do the work asked of it (a full disk, a lock held past the wait, a file it may
+    not write). The message names the database without its password and says what to check; an
+    append that raises it did not land."""
 
 
 class SchemaVersionError(StoreError):

@@ -95,6 +95,10 @@ class SQLiteStore(StoreBase):
     brought up to date by each search (the events appended since the last one are indexed
     then), so appends pay nothing for it. Safe to call from several threads and processes.
 
+    When SQLite fails as a store (a full disk, a lock held past `busy_timeout`, a file it may no
+    longer write or read), an append, read or search raises `StoreUnavailableError` naming the
+    file and what to do; an append that raises it wrote nothing.
+
     `create=False` opens only a file that exists: a missing one is a `StoreUnavailableError`
     naming it, and no file or folder is made (a reader given a mistyped path must not leave an
     empty database behind and report it empty).
@@ -194,6 +198,11 @@ class SQLiteStore(StoreBase):
             # The one place a duplicate seq becomes a conflict: a writer that skipped the
             # write lock won.
             raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
+        except sqlite3.OperationalError as exc:
+            failure = self._failure(exc, f"an append to session {session_id!r}")
+            if failure is None:
+                raise
+            raise failure from exc
         finally:
             self._release(conn)
 
@@ -231,20 +240,20 @@ class SQLiteStore(StoreBase):
         return last + 1
 
     def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
-        with self._connection() as conn:
+        with self._connection(f"a read of session {session_id!r}") as conn:
             rows = conn.execute(_READ, (session_id, after, -1 if limit is None else limit))
             return [decode_event(session_id, *row) for row in rows]
 
     def _read_data_page(
         self, session_id: str, after: int, limit: int | None
     ) -> list[tuple[int, str, Any]]:
-        with self._connection() as conn:
+        with self._connection(f"a read of session {session_id!r}") as conn:
             rows = conn.execute(_READ_DATA, (session_id, after, -1 if limit is None else limit))
             return [(seq, type_, decode_data(data)) for seq, type_, data in rows]
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
-        with self._connection() as conn:
+        with self._connection("the listing of sessions") as conn:
             # Every session starts at seq 1, so this lists each once without a DISTINCT.
             rows = conn.execute("SELECT session_id FROM events WHERE seq = 1").fetchall()
         return sorted(row[0] for row in rows)
@@ -252,7 +261,7 @@ class SQLiteStore(StoreBase):
     def last_seq(self, session_id: str) -> int:
         """The session's last seq, 0 when it has no events."""
         check_session_id(session_id)
-        with self._connection() as conn:
+        with self._connection(f"a read of session {session_id!r}") as conn:
             return _last_seq(conn, session_id)
 
     def _search(
@@ -265,7 +274,7 @@ class SQLiteStore(StoreBase):
             only = "AND d.seq IN (SELECT value FROM json_each(?))"
             params.append("[" + ",".join(map(str, seqs)) + "]")
         params.append(limit)
-        with self._connection() as conn:
+        with self._connection(f"a search of session {session_id!r}") as conn:
             _index_new_messages(conn, session_id)
             try:
                 rows = conn.execute(_SEARCH.format(only=only), params).fetchall()
@@ -344,12 +353,44 @@ class SQLiteStore(StoreBase):
         return f"SQLiteStore({self.path!r})"
 
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self, action: str | None = None) -> Iterator[sqlite3.Connection]:
+        """A connection for the block; with `action` (what the block does, for the message),
+        SQLite's failures of the store itself (`_failure`) come out as `StoreUnavailableError`.
+        Snapshots pass none: their errors are logged, since they are derived data."""
         conn = self._acquire()
         try:
             yield conn
+        except sqlite3.OperationalError as exc:
+            failure = None if action is None else self._failure(exc, action)
+            if failure is None:
+                raise
+            raise failure from exc
         finally:
             self._release(conn)
+
+    def _failure(self, exc: sqlite3.OperationalError, action: str) -> StoreUnavailableError | None:
+        """The error for SQLite failing as a store (a full disk, a lock held too long, a file
+        that cannot be written or read any more), naming the file, what failed and what to do;
+        None for any other error (a bug of ctxfold's, left as it is)."""
+        name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11 on
+        text = str(exc)
+        found = next(
+            (
+                (code, advice)
+                for code, fragment, advice in _FAILURES
+                if name.startswith(code) or fragment in text
+            ),
+            None,
+        )
+        if found is None:
+            return None
+        code, advice = found
+        if code == "SQLITE_BUSY":
+            advice = advice.format(timeout=self._busy_timeout)
+        landed = "; nothing of this append was written" if action.startswith("an append") else ""
+        return StoreUnavailableError(
+            f"the SQLite database {self.path!r} failed during {action}: {text} ({advice}){landed}"
+        )
 
     def _acquire(self) -> sqlite3.Connection:
         """A connection for this thread's use until `_release`: the shared one (its lock held)
@@ -397,6 +438,30 @@ class SQLiteStore(StoreBase):
                 f"{self.path!r} cannot be opened as a ctxfold SQLite database: {exc}"
             ) from None
         return conn
+
+
+_FAILURES = (
+    # (result code, as Python 3.11+ names it; the words of its message, for 3.10; what to do)
+    ("SQLITE_FULL", "database or disk is full", "the disk is full: free space, then retry"),
+    (
+        "SQLITE_BUSY",
+        "database is locked",
+        "another connection held the lock longer than busy_timeout, {timeout:g} s: retry, or "
+        "give a longer busy_timeout",
+    ),
+    ("SQLITE_LOCKED", "database table is locked", "another connection holds the table: retry"),
+    (
+        "SQLITE_READONLY",
+        "readonly database",
+        "this process cannot write the file or its folder: check their permissions",
+    ),
+    ("SQLITE_IOERR", "disk I/O error", "the disk or the file system failed"),
+    (
+        "SQLITE_CANTOPEN",
+        "unable to open database file",
+        "the file or its folder cannot be opened any more: moved, deleted, or no permission",
+    ),
+)
 
 
 def _close_all(idle: list[sqlite3.Connection], shared: sqlite3.Connection | None) -> None:
