@@ -193,3 +193,25 @@ def test_a_write_that_fails_at_the_rename_removes_its_temp_file(tmp_path: Path) 
         write_jsonl(target, HISTORY)
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
     assert list(target.iterdir()) == []
+
+
+def test_a_full_disk_names_the_target_and_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that the disk refuses (no space left, as the flush reports it) raises an OSError
+    that names the file the caller asked for, not the temporary one, which is removed; the
+    target keeps its old content."""
+    import errno
+    import os
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("old\n", encoding="utf-8")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as caught:
+        write_jsonl(path, HISTORY)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path)
+    assert path.read_text(encoding="utf-8") == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]

@@ -46,6 +46,10 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, target)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(temp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A write or flush that failed (a full disk, say) names no file: name the target,
+            # not the temporary file the user never asked for.
+            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
         raise
