@@ -15,7 +15,7 @@ from ctxfold.testing.transcripts import generate
 DOCUMENTED_KEYS = {
     "input", "output", "format", "messages_before", "messages_after", "window", "tokens_before",
     "tokens_after", "target", "fits", "pinned_tokens", "reason", "strategies", "identifiers",
-    "summarizer", "summaries", "duration_s", "valid", "counter", "repaired",
+    "summarizer", "summaries", "error", "duration_s", "valid", "counter", "repaired",
 }  # fmt: skip
 
 
@@ -60,6 +60,7 @@ def test_json_output_has_the_documented_keys(how: str, demo_file: Path, tmp_path
     assert set(report) == DOCUMENTED_KEYS
     assert report["tokens_after"] <= report["target"] < report["tokens_before"]
     assert report["target"] == round(16_000 * 0.4)
+    assert report["error"] is None  # the extractive summarizer did not fail
     assert report["strategies"], "a 39,000-token session must take some strategy"
     first, last = report["strategies"][0], report["strategies"][-1]
     assert first["tokens_before"] == report["tokens_before"]

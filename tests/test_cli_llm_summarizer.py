@@ -75,6 +75,26 @@ def test_cli_llm_summarizer_uses_sdk_environment(
     assert not [p for p in validate(read_jsonl(out)) if p.severity == "error"]
 
 
+def test_a_summarizer_that_fails_is_reported_not_hidden(transcript: Path, tmp_path: Path) -> None:
+    """An LLM summarizer that cannot run (here: no API key at all) does not stop the compaction,
+    which goes on without it to a valid history; but the report says so, on a 'failed:' line and
+    in the JSON's error, instead of printing only the strategies that stood in for it."""
+    out = tmp_path / "small.jsonl"
+    # No key, and a base URL nobody listens on: nothing can leave this machine.
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    args = ["compact", str(transcript), "--window", "16000", "--summarizer", "openai:gpt-4o-mini",
+            "-o", str(out)]  # fmt: skip
+    text = run_cli(args, env, tmp_path)
+    assert text.returncode == 0, text.stderr
+    failed = [line for line in text.stdout.splitlines() if line.startswith("  failed: ")]
+    assert len(failed) == 1 and "OpenAIError" in failed[0], text.stdout
+    assert "went on without it" in failed[0]
+    data = json.loads(run_cli([*args, "--json"], env, tmp_path).stdout)
+    assert data["error"] and "OpenAIError" in data["error"] and data["summarizer"]["calls"] == 0
+    assert data["valid"] is True
+    assert not [p for p in validate(read_jsonl(out)) if p.severity == "error"]
+
+
 # Made up for this test: shaped like real credentials, valid for nothing.
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -149,6 +149,7 @@ def report_dict(report: CompactionReport) -> dict[str, Any]:
             "output_tokens": report.summarizer_output_tokens,
         },
         "summaries": list(report.summaries),
+        "error": report.error,
         "duration_s": round(report.duration_s, 3),
     }
 
@@ -182,6 +183,10 @@ def _print_summary(summary: dict[str, Any], report: CompactionReport, to_stderr:
             f"  summarizer: {report.summarizer_model or 'extractive'}, "
             f"{report.summarizer_calls} calls"
         )
+    if report.error:
+        # The ladder went on without the failed step: the history is valid, but not what a
+        # working summarizer would have made (turns dropped rather than summarized, say).
+        say(f"  failed: {report.error.rstrip('.')}; the strategies above went on without it")
     say(
         f"wrote {summary['output']} ({summary['format']}, {summary['messages_after']} messages, "
         f"was {summary['messages_before']}); a valid {summary['format']} history"
