@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError, SchemaVersionError, StoreUnavailableError
+from ctxfold.errors import (
+    InvalidInputError,
+    SchemaVersionError,
+    StoreCorruptError,
+    StoreUnavailableError,
+)
 from ctxfold.events import NewEvent
 from ctxfold.storage import SQLiteStore, StoreBase, default_sqlite_path
 from ctxfold.testing.store_contract import EventStoreContract
@@ -227,3 +232,46 @@ def test_a_read_only_connection_is_a_store_error(tmp_path: Path) -> None:
             store.append("s", [NewEvent("turn")])
     with SQLiteStore(tmp_path / "events.db") as store:
         assert store.last_seq("s") == 0
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_damaged_file_is_a_store_corrupt_error_naming_it(tmp_path: Path) -> None:
+    """A file whose pages were overwritten (here: every page after the first, where the schema
+    is) is a StoreCorruptError that names the file and says to restore it, when it is opened or
+    read, not a raw driver error or an 'internal error'."""
+    path = tmp_path / "events.db"
+    with SQLiteStore(path) as store:
+        store.append("s", [NewEvent("turn", {"text": "x" * 500, "n": n}) for n in range(200)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xa5" * (len(data) - 4096)
+    path.write_bytes(bytes(data))
+    # Opening reads the schema's version, which may already meet a damaged page; a read surely.
+    damaged = r"events\.db.*restore it from a copy"
+    with pytest.raises(StoreCorruptError, match=damaged), SQLiteStore(path) as store:
+        store.read("s")
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_row_that_is_not_utf8_is_a_store_corrupt_error(tmp_path: Path) -> None:
+    """A log row whose text is not UTF-8 (no ctxfold write makes one) is a StoreCorruptError
+    naming the read it broke, in a read, a search and a session's view alike."""
+    path = tmp_path / "events.db"
+    with SQLiteStore(path) as store:
+        store.append("s", [NewEvent("message", {"message": {"role": "user", "content": "hi"}})])
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(
+            "INSERT INTO events VALUES ('s', 2, 'message', CAST(X'7B22FF22' AS TEXT), 0.0)"
+        )
+    finally:
+        conn.close()
+    with SQLiteStore(path) as store:
+        with pytest.raises(StoreCorruptError, match="during a read of session 's'"):
+            store.read("s")
+        with pytest.raises(StoreCorruptError, match="during a search of session 's'"):
+            store.search("s", "hi")
+        with pytest.raises(StoreCorruptError):
+            store.session("s").messages()

@@ -14,7 +14,8 @@ CtxfoldError
 ├── SummarizerError                     a summarizer raised, timed out or answered nonsense
 ├── StoreError                          the store itself, not the data given to it
 │   ├── StoreClosedError (RuntimeError) the store was closed
-│   ├── StoreUnavailableError (ConnectionError)  the database cannot be reached
+│   ├── StoreUnavailableError (ConnectionError)  the database cannot be reached or written
+│   ├── StoreCorruptError               the database's file is damaged
 │   └── SchemaVersionError              the database was written by a newer ctxfold
 └── MissingDependencyError (ImportError)  an optional extra is not installed, or too old
 ```
@@ -112,6 +113,12 @@ class StoreUnavailableError(StoreError, ConnectionError):
     use), or cannot do the work asked of it (a full disk, a lock held past the wait, a file it may
     not write). The message names the database without its password and says what to check; an
     append that raises it did not land."""
+
+
+class StoreCorruptError(StoreError):
+    """The database's file is damaged: what it holds cannot be read back as SQLite wrote it.
+    The message names the file; restore it from a copy (SQLite's own ``.recover`` may save what
+    is left). An append that raises it did not land."""
 
 
 class SchemaVersionError(StoreError):

@@ -18,7 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctxfold.errors import ConflictError, InvalidInputError, StoreClosedError, StoreUnavailableError
+from ctxfold.errors import (
+    ConflictError,
+    InvalidInputError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreUnavailableError,
+)
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_data, decode_event
@@ -97,7 +104,8 @@ class SQLiteStore(StoreBase):
 
     When SQLite fails as a store (a full disk, a lock held past `busy_timeout`, a file it may no
     longer write or read), an append, read or search raises `StoreUnavailableError` naming the
-    file and what to do; an append that raises it wrote nothing.
+    file and what to do, and a damaged file `StoreCorruptError`; an append that raises either
+    wrote nothing.
 
     `create=False` opens only a file that exists: a missing one is a `StoreUnavailableError`
     naming it, and no file or folder is made (a reader given a mistyped path must not leave an
@@ -162,6 +170,11 @@ class SQLiteStore(StoreBase):
                 migrate(conn, self.path)
         except sqlite3.DatabaseError as exc:
             self.close()
+            # A damaged file, a full disk, a lock held too long: said as for any other call.
+            # Anything else (a file that is no database at all, say) is the wrong file.
+            failure = self._failure(exc, "its opening")
+            if failure is not None:
+                raise failure from None
             raise InvalidInputError(
                 f"{self.path!r} cannot be opened as a ctxfold SQLite database: {exc}"
             ) from None
@@ -198,7 +211,7 @@ class SQLiteStore(StoreBase):
             # The one place a duplicate seq becomes a conflict: a writer that skipped the
             # write lock won.
             raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             failure = self._failure(exc, f"an append to session {session_id!r}")
             if failure is None:
                 raise
@@ -360,7 +373,7 @@ class SQLiteStore(StoreBase):
         conn = self._acquire()
         try:
             yield conn
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             failure = None if action is None else self._failure(exc, action)
             if failure is None:
                 raise
@@ -368,27 +381,29 @@ class SQLiteStore(StoreBase):
         finally:
             self._release(conn)
 
-    def _failure(self, exc: sqlite3.OperationalError, action: str) -> StoreUnavailableError | None:
+    def _failure(self, exc: sqlite3.DatabaseError, action: str) -> StoreError | None:
         """The error for SQLite failing as a store (a full disk, a lock held too long, a file
-        that cannot be written or read any more), naming the file, what failed and what to do;
-        None for any other error (a bug of ctxfold's, left as it is)."""
+        that cannot be written or read any more, a damaged file), naming the file, what failed
+        and what to do; None for any other error (a bug of ctxfold's, left as it is)."""
+        if isinstance(exc, sqlite3.IntegrityError):
+            return None  # a constraint: the caller's to judge (a duplicate seq is a conflict)
         name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11 on
         text = str(exc)
         found = next(
             (
-                (code, advice)
-                for code, fragment, advice in _FAILURES
-                if name.startswith(code) or fragment in text
+                (code, advice, kind)
+                for code, fragment, advice, kind in _FAILURES
+                if (code and name.startswith(code)) or fragment in text
             ),
             None,
         )
         if found is None:
             return None
-        code, advice = found
+        code, advice, kind = found
         if code == "SQLITE_BUSY":
             advice = advice.format(timeout=self._busy_timeout)
         landed = "; nothing of this append was written" if action.startswith("an append") else ""
-        return StoreUnavailableError(
+        return kind(
             f"the SQLite database {self.path!r} failed during {action}: {text} ({advice}){landed}"
         )
 
@@ -440,27 +455,45 @@ class SQLiteStore(StoreBase):
         return conn
 
 
-_FAILURES = (
-    # (result code, as Python 3.11+ names it; the words of its message, for 3.10; what to do)
-    ("SQLITE_FULL", "database or disk is full", "the disk is full: free space, then retry"),
+_DAMAGED = "the file is damaged: restore it from a copy; SQLite's .recover may save the rest"
+_FAILURES: tuple[tuple[str, str, str, type[StoreError]], ...] = (
+    # (result code, as Python 3.11+ names it; the words of its message, for 3.10; what to do;
+    # the error raised)
+    (
+        "SQLITE_FULL",
+        "database or disk is full",
+        "the disk is full: free space, then retry",
+        StoreUnavailableError,
+    ),
     (
         "SQLITE_BUSY",
         "database is locked",
         "another connection held the lock longer than busy_timeout, {timeout:g} s: retry, or "
         "give a longer busy_timeout",
+        StoreUnavailableError,
     ),
-    ("SQLITE_LOCKED", "database table is locked", "another connection holds the table: retry"),
+    (
+        "SQLITE_LOCKED",
+        "database table is locked",
+        "another connection holds the table: retry",
+        StoreUnavailableError,
+    ),
     (
         "SQLITE_READONLY",
         "readonly database",
         "this process cannot write the file or its folder: check their permissions",
+        StoreUnavailableError,
     ),
-    ("SQLITE_IOERR", "disk I/O error", "the disk or the file system failed"),
+    ("SQLITE_IOERR", "disk I/O error", "the disk or the file system failed", StoreUnavailableError),
     (
         "SQLITE_CANTOPEN",
         "unable to open database file",
-        "the file or its folder cannot be opened any more: moved, deleted, or no permission",
+        "the file or its folder cannot be opened: moved, deleted, or no permission",
+        StoreUnavailableError,
     ),
+    ("SQLITE_CORRUPT", "malformed", _DAMAGED, StoreCorruptError),
+    # A text column holding bytes that are not UTF-8: SQLite wrote no such row for ctxfold.
+    ("", "Could not decode to UTF-8", _DAMAGED, StoreCorruptError),
 )
 
 
