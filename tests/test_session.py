@@ -611,3 +611,16 @@ def test_an_append_of_one_dict_or_string_is_refused_as_what_it_is(given: object,
     with pytest.raises(InvalidInputError, match=f"append takes a Message.*{says}.*nothing was"):
         session.append(given)  # type: ignore[arg-type]
     assert session.last_seq == 0
+
+
+def test_an_event_the_session_cannot_read_is_named_by_its_seq() -> None:
+    """An event written past the session's checks (a raw store.append here) that the session
+    cannot fold makes the read fail with an InvalidInputError naming the session, the event's
+    seq and type, and what is wrong with it."""
+    store = MemoryStore()
+    store.append("s", [NewEvent("message", {"message": {"role": "user", "content": "hi"}})])
+    store.append("s", [NewEvent("message", {"message": {"role": "robot", "content": "x"}})])
+    with pytest.raises(
+        InvalidInputError, match=r"session 's', event 2 \(message\) cannot be read: .*'robot'"
+    ):
+        store.session("s").messages()

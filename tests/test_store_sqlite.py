@@ -275,3 +275,21 @@ def test_a_row_that_is_not_utf8_is_a_store_corrupt_error(tmp_path: Path) -> None
             store.search("s", "hi")
         with pytest.raises(StoreCorruptError):
             store.session("s").messages()
+
+
+@pytest.mark.guarantee("sqlite-failure-one-error")
+def test_a_row_that_is_not_json_is_a_store_corrupt_error_naming_it(tmp_path: Path) -> None:
+    """A log row whose text is not JSON (no store writes one) is a StoreCorruptError naming the
+    session and the event, in a read and in a session's view, rather than a JSONDecodeError."""
+    path = tmp_path / "events.db"
+    with SQLiteStore(path) as store:
+        store.append("s", [NewEvent("turn")])
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO events VALUES ('s', 2, 'turn', 'not json', 0.0)")
+    finally:
+        conn.close()
+    with SQLiteStore(path) as store:
+        for read in (lambda: store.read("s"), lambda: store.session("s").messages()):
+            with pytest.raises(StoreCorruptError, match=r"session 's', event 2: .* not JSON"):
+                read()

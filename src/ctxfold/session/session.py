@@ -363,7 +363,14 @@ class Session:
 
     def _fold_new(self) -> None:
         for event in self.store.stream(self.id, after=self._state.projection.last_seq):
-            self._state.fold(event)
+            try:
+                self._state.fold(event)
+            except InvalidInputError as exc:
+                # Only an event written past the session's checks (a raw store.append, another
+                # program) gets here: say which one, so that it can be found.
+                raise InvalidInputError(
+                    f"session {self.id!r}, event {event.seq} ({event.type}) cannot be read: {exc}"
+                ) from None
 
     def events(self, after: int = 0) -> list[Event]:
         """Every stored event after `after`, originals and compactions alike, in seq order."""

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ctxfold._assembled import assembled
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import InvalidInputError, StoreCorruptError
 from ctxfold.events import Event, FreshEvent, NewEvent
 from ctxfold.storage._fast_json import text_encoder
 
@@ -292,7 +292,19 @@ else None and `_encode_plain` writes it."""
 
 def decode_event(session_id: str, seq: int, type_: str, data: str, created_at: float) -> Event:
     """An `Event` from the columns a store keeps."""
-    return stored_event(session_id, seq, type_, decode_data(data), created_at)
+    return stored_event(session_id, seq, type_, decode_row(session_id, seq, data), created_at)
+
+
+def decode_row(session_id: str, seq: int, data: str) -> Any:
+    """`decode_data` of the row at `seq` of `session_id`: text that is not JSON (no store writes
+    any) is a `StoreCorruptError` naming the row."""
+    try:
+        return decode_data(data)
+    except (ValueError, TypeError) as exc:
+        raise StoreCorruptError(
+            f"session {session_id!r}, event {seq}: the stored data is not JSON ({exc}); the log "
+            "was changed by other means than ctxfold, or is damaged"
+        ) from None
 
 
 def stored_event(session_id: str, seq: int, type_: str, data: Any, created_at: float) -> Event:

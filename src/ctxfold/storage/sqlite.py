@@ -28,7 +28,7 @@ from ctxfold.errors import (
 )
 from ctxfold.events import Event
 from ctxfold.storage.base import PriorAppend, StoreBase
-from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_data, decode_event
+from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event, decode_row
 from ctxfold.storage.search import SearchHit, SearchQuery, stored_text
 from ctxfold.storage.sqlite_schema import migrate, session_token
 
@@ -262,7 +262,7 @@ class SQLiteStore(StoreBase):
     ) -> list[tuple[int, str, Any]]:
         with self._connection(f"a read of session {session_id!r}") as conn:
             rows = conn.execute(_READ_DATA, (session_id, after, -1 if limit is None else limit))
-            return [(seq, type_, decode_data(data)) for seq, type_, data in rows]
+            return [(seq, type_, decode_row(session_id, seq, data)) for seq, type_, data in rows]
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
