@@ -51,5 +51,5 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         if isinstance(exc, OSError) and exc.filename is None:
             # A write or flush that failed (a full disk, say) names no file: name the target,
             # not the temporary file the user never asked for.
-            raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
+            exc.filename = os.fspath(path)
         raise
