@@ -285,3 +285,40 @@ def test_the_longest_session_id_fits_postgres_indexes(postgres_url: str, schema:
         store.save_snapshot(longest, 1, "{}")
         assert [h.seq for h in store.search(longest, "needle")] == [1]
         assert store.sessions() == [longest]
+
+
+# -- a server that takes no writes ----------------------------------------------------------------
+
+
+def _read_only(url: str) -> str:
+    """`url` with every transaction read-only, as a hot standby or a read-only role has them."""
+    return _with_param(url, "options", "-c%20default_transaction_read_only%3Don")
+
+
+@pytest.mark.guarantee("unreachable-store-one-error")
+def test_a_read_only_server_opens_to_read_and_refuses_writes_clearly(
+    postgres_url: str, schema: str
+) -> None:
+    """Where every transaction is read-only (a standby), a schema already at the newest version
+    opens without a write, and reads work; an append, or tables that would have to be created,
+    is one StoreUnavailableError saying the server takes no writes, never a raw driver error.
+    Nothing is written."""
+    with PostgresStore(postgres_url, schema=schema) as store:
+        store.append("s", [NewEvent("turn", {"n": 1})])
+    with PostgresStore(_read_only(postgres_url), schema=schema) as store:
+        assert [e.data for e in store.read("s")] == [{"n": 1}]
+        with pytest.raises(StoreUnavailableError, match="takes no such write") as caught:
+            store.append("s", [NewEvent("turn", {"n": 2})])
+        assert "an append to session 's'" in str(caught.value)
+    with PostgresStore(postgres_url, schema=schema) as store:
+        assert store.last_seq("s") == 1
+    fresh = f"{schema}_ro"
+    try:
+        with pytest.raises(StoreUnavailableError, match=r"creating the tables.*no such write"):
+            PostgresStore(_read_only(postgres_url), schema=fresh)
+    finally:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(fresh)))

@@ -343,6 +343,14 @@ class PostgresStore(StoreBase):
         if state == "42939" or state.startswith(("22", "54")):
             # reserved_name, data exceptions, program limits: PostgreSQL refused a value.
             return InvalidInputError(f"PostgreSQL refused a value during {action}: {detail}")
+        if state in ("25006", "42501"):
+            # read_only_sql_transaction, insufficient_privilege: the server takes no such write.
+            return StoreUnavailableError(
+                f"PostgreSQL at {self.url} refused {action}: {detail}; this server or role takes "
+                "no such write (a read-only standby, default_transaction_read_only, or a role "
+                "without the privilege): point ctxfold at the primary, or grant the role what it "
+                "needs"
+            )
         if state.startswith(("08", "53", "57P")) or (
             not state and isinstance(exc, self._psycopg.OperationalError)
         ):

@@ -87,7 +87,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 
 
 def migrate(conn: Any, sql: Statements, where: str) -> None:
-    """Bring the schema to the newest version, in one transaction on `conn`."""
+    """Bring the schema to the newest version, in one transaction on `conn`. A schema that is
+    at it already is only read, so a server that takes no writes (a read-only standby) can be
+    opened to read."""
+    if _up_to_date(conn, sql, where):
+        return
     with conn.transaction():
         # Two processes opening a new schema at once would both try to create it.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (MIGRATION_LOCK,))
@@ -104,6 +108,28 @@ def migrate(conn: Any, sql: Statements, where: str) -> None:
             for statement in statements:
                 conn.execute(sql.migration(statement))
             conn.execute(sql.record_version, (number,))
+
+
+def _up_to_date(conn: Any, sql: Statements, where: str) -> bool:
+    """Whether the schema is at the newest version, found by reading alone; False when its
+    tables or the schema itself are not there yet."""
+    try:
+        with conn.transaction():
+            version = int(conn.execute(sql.current_version).fetchone()[0])
+    except Exception as exc:  # the driver's error: only "not there yet" is an answer
+        if getattr(exc, "sqlstate", None) in _NOT_THERE:
+            return False
+        raise
+    if version > len(MIGRATIONS):
+        raise SchemaVersionError(
+            f"{where} has ctxfold schema version {version}, newer than this ctxfold "
+            f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
+        )
+    return version == len(MIGRATIONS)
+
+
+_NOT_THERE = frozenset({"42P01", "3F000"})
+"""SQLSTATEs of a missing table (undefined_table) and a missing schema (invalid_schema_name)."""
 
 
 class Statements:
