@@ -322,3 +322,25 @@ def test_a_read_only_server_opens_to_read_and_refuses_writes_clearly(
 
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(fresh)))
+
+
+@pytest.mark.guarantee("unreachable-store-one-error")
+def test_a_lock_timeout_from_the_url_options_cancels_with_one_clear_error(
+    postgres_url: str, schema: str
+) -> None:
+    """libpq ``options`` in a store URL reach the server intact (a space as %20, which libpq
+    reads, not as +, which it does not), and a statement the server cancels for its own
+    lock_timeout is one StoreUnavailableError saying so; the append did not land."""
+    import psycopg
+
+    with PostgresStore(postgres_url, schema=schema) as store:
+        store.append("s", [NewEvent("turn", {"n": 1})])
+    url = _with_param(postgres_url, "schema", schema)
+    url = _with_param(url, "options", "-c%20lock_timeout%3D200")
+    with psycopg.connect(postgres_url, autocommit=True) as holder, open_store(url) as store:
+        # The lock an append to session 's' of this schema takes first.
+        holder.execute("SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", (schema, "s"))
+        with pytest.raises(StoreUnavailableError, match="canceled an append to session 's'"):
+            store.append("s", [NewEvent("turn", {"n": 2})])
+        holder.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))", (schema, "s"))
+        assert store.last_seq("s") == 1

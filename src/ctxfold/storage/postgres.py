@@ -351,6 +351,15 @@ class PostgresStore(StoreBase):
                 "without the privilege): point ctxfold at the primary, or grant the role what it "
                 "needs"
             )
+        if state in ("57014", "55P03"):
+            # query_canceled, lock_not_available: a timeout of the server's, the role's or the
+            # URL's own (statement_timeout, lock_timeout), or an administrator, cut it short.
+            return StoreUnavailableError(
+                f"PostgreSQL at {self.url} canceled {action}: {detail}; a statement_timeout or "
+                "lock_timeout (set on the server, the role or in the URL's options) or an "
+                "administrator cut it short: allow more time, then retry (an append retried "
+                "with the same idempotency_key never lands twice)"
+            )
         if state.startswith(("08", "53", "57P")) or (
             not state and isinstance(exc, self._psycopg.OperationalError)
         ):

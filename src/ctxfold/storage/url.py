@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.storage.base import StoreBase
@@ -62,6 +62,19 @@ def _open_sqlite(url: str, rest: str, create: bool) -> SQLiteStore:
 def _open_postgres(url: str) -> StoreBase:
     from ctxfold.storage.postgres import PostgresStore
 
+    server_url, schema = split_schema(url)
+    return PostgresStore(server_url, schema=schema)
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """A PostgreSQL URL without its ``schema`` query parameter, and that schema (None without
+    one). The other parameters go on to the server as given, spaces included: libpq reads
+    ``%20`` as a space but ``+`` as a plus sign, so ``options=-c%20statement_timeout%3D5000``
+    must not come out as ``-c+statement_timeout=5000``.
+
+    >>> split_schema("postgresql://db/app?schema=agents&options=-c%20statement_timeout%3D5000")
+    ('postgresql://db/app?options=-c%20statement_timeout%3D5000', 'agents')
+    """
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for key, value in query if key == "schema"]
@@ -69,6 +82,5 @@ def _open_postgres(url: str) -> StoreBase:
         raise InvalidInputError(
             f"{redacted(url)!r}: give the schema query parameter once, with a name"
         )
-    kept = urlencode([(key, value) for key, value in query if key != "schema"])
-    server_url = urlunsplit(parts._replace(query=kept))
-    return PostgresStore(server_url, schema=schemas[0] if schemas else None)
+    kept = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=kept)), schemas[0] if schemas else None
