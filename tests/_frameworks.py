@@ -38,13 +38,23 @@ EXAMPLE_FRAMEWORKS = {
 }
 
 
-def lower_bound(extra: str, distribution: str) -> str:
-    """The ``>=`` bound of `distribution` in the extra `extra` of pyproject.toml."""
+def requirement(extra: str, distribution: str) -> str:
+    """The entry of `distribution` in the extra `extra` of pyproject.toml, as written there
+    (release bound and environment marker included)."""
     text = PYPROJECT.read_text(encoding="utf-8")
     line = re.search(rf"^{re.escape(extra)} = \[(.*)\]$", text, re.MULTILINE)
     if line is None:
         raise LookupError(f"pyproject.toml has no extra {extra!r}")
-    bound = re.search(rf'"{re.escape(distribution)}>=([0-9][^,;"\s]*)', line.group(1))
+    # The name whole: "langchain" is not the start of "langchain-core".
+    entry = re.search(rf'"({re.escape(distribution)}(?![\w.-])[^"]*)"', line.group(1))
+    if entry is None:
+        raise LookupError(f"the extra {extra!r} does not list {distribution}")
+    return entry.group(1)
+
+
+def lower_bound(extra: str, distribution: str) -> str:
+    """The ``>=`` bound of `distribution` in the extra `extra` of pyproject.toml."""
+    bound = re.match(r"[^>;]*>=([0-9][^,;\s]*)", requirement(extra, distribution))
     if bound is None:
         raise LookupError(f"the extra {extra!r} gives {distribution} no lower bound")
     return bound.group(1)
@@ -53,14 +63,7 @@ def lower_bound(extra: str, distribution: str) -> str:
 def python_bound(extra: str, distribution: str) -> tuple[int, ...] | None:
     """The Python release that the extra `extra` needs for `distribution` (its
     ``python_version >=`` marker), or None when the extra installs it on every Python."""
-    text = PYPROJECT.read_text(encoding="utf-8")
-    line = re.search(rf"^{re.escape(extra)} = \[(.*)\]$", text, re.MULTILINE)
-    if line is None:
-        raise LookupError(f"pyproject.toml has no extra {extra!r}")
-    entry = re.search(rf'"{re.escape(distribution)}[^"]*"', line.group(1))
-    if entry is None:
-        raise LookupError(f"the extra {extra!r} does not list {distribution}")
-    marker = re.search(r"python_version\s*>=\s*'([0-9.]+)'", entry.group(0))
+    marker = re.search(r"python_version\s*>=\s*'([0-9.]+)'", requirement(extra, distribution))
     return None if marker is None else release(marker.group(1))
 
 
