@@ -212,7 +212,7 @@ class SQLiteStore(StoreBase):
             # write lock won.
             raise ConflictError(session_id, expected_seq, _last_seq(conn, session_id)) from None
         except sqlite3.DatabaseError as exc:
-            failure = self._failure(exc, f"an append to session {session_id!r}")
+            failure = self._failure(exc, f"an append to session {session_id!r}", append=True)
             if failure is None:
                 raise
             raise failure from exc
@@ -368,7 +368,7 @@ class SQLiteStore(StoreBase):
     @contextmanager
     def _connection(self, action: str | None = None) -> Iterator[sqlite3.Connection]:
         """A connection for the block; with `action` (what the block does, for the message),
-        SQLite's failures of the store itself (`_failure`) come out as `StoreUnavailableError`.
+        SQLite's failures of the store itself come out as the `StoreError` `_failure` gives.
         Snapshots pass none: their errors are logged, since they are derived data."""
         conn = self._acquire()
         try:
@@ -381,7 +381,9 @@ class SQLiteStore(StoreBase):
         finally:
             self._release(conn)
 
-    def _failure(self, exc: sqlite3.DatabaseError, action: str) -> StoreError | None:
+    def _failure(
+        self, exc: sqlite3.DatabaseError, action: str, *, append: bool = False
+    ) -> StoreError | None:
         """The error for SQLite failing as a store (a full disk, a lock held too long, a file
         that cannot be written or read any more, a damaged file), naming the file, what failed
         and what to do; None for any other error (a bug of ctxfold's, left as it is)."""
@@ -402,7 +404,7 @@ class SQLiteStore(StoreBase):
         code, advice, kind = found
         if code == "SQLITE_BUSY":
             advice = advice.format(timeout=self._busy_timeout)
-        landed = "; nothing of this append was written" if action.startswith("an append") else ""
+        landed = "; nothing of this append was written" if append else ""
         return kind(
             f"the SQLite database {self.path!r} failed during {action}: {text} ({advice}){landed}"
         )
