@@ -10,7 +10,7 @@ when nothing in it can change after the append, a private copy when its `extra` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import MESSAGE, Event, NewEvent
@@ -90,6 +90,23 @@ def message_event(position: int, item: Message) -> tuple[NewEvent, Message | Non
     stored = private_message(item)
     assert stored is not None  # the same message, copied a moment ago
     return fresh_event(MESSAGE, {"message": stored.to_dict()}), private
+
+
+def refuse_non_batch(items: object) -> None:
+    """Refuse a str, bytes or mapping handed to append as its batch: iterating one would append
+    its characters or keys, and blame the first of them."""
+    if not isinstance(items, (str, bytes, Mapping)):
+        return
+    hint = (
+        "; a message held as a dict: Message.from_dict(d), or from_openai([d]) / "
+        "from_anthropic([d]) for a provider's format"
+        if isinstance(items, Mapping)
+        else ""
+    )
+    raise InvalidInputError(
+        f"append takes a Message, a NewEvent or a list of them, not a {type(items).__name__}"
+        f"{hint}; nothing was written"
+    )
 
 
 def as_events(

@@ -36,7 +36,12 @@ from ctxfold.events import (
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
 from ctxfold.session import checkpoint
-from ctxfold.session.appended import as_events, message_event, private_event
+from ctxfold.session.appended import (
+    as_events,
+    message_event,
+    private_event,
+    refuse_non_batch,
+)
 from ctxfold.session.fold import Fold
 from ctxfold.session.projection import Item
 from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
@@ -126,19 +131,7 @@ class Session:
             items_list: list[Message | NewEvent] = [items]
             batch, known, others = [event], [message], 0
         else:
-            if isinstance(items, (str, bytes, Mapping)):
-                # Iterating one would append its characters or keys, and blame the first.
-                raise InvalidInputError(
-                    f"append takes a Message, a NewEvent or a list of them, not a "
-                    f"{type(items).__name__}"
-                    + (
-                        "; a message held as a dict: Message.from_dict(d), or "
-                        "from_openai([d]) / from_anthropic([d]) for a provider's format"
-                        if isinstance(items, Mapping)
-                        else ""
-                    )
-                    + "; nothing was written"
-                )
+            refuse_non_batch(items)
             items_list = [items] if isinstance(items, (Message, NewEvent)) else list(items)
             batch, known, others = as_events(items_list)
         if not batch:
