@@ -404,6 +404,10 @@ class SQLiteStore(StoreBase):
         code, advice, kind = found
         if code == "SQLITE_BUSY":
             advice = advice.format(timeout=self._busy_timeout)
+        if _NOT_UTF8 in text:
+            # The driver's message quotes the row's text: the log's content stays out of errors,
+            # which applications send to their logs and trackers.
+            text = "a row's text is not UTF-8"
         landed = "; nothing of this append was written" if append else ""
         return kind(
             f"the SQLite database {self.path!r} failed during {action}: {text} ({advice}){landed}"
@@ -457,6 +461,7 @@ class SQLiteStore(StoreBase):
         return conn
 
 
+_NOT_UTF8 = "Could not decode to UTF-8"
 _DAMAGED = "the file is damaged: restore it from a copy; SQLite's .recover may save the rest"
 _FAILURES: tuple[tuple[str, str, str, type[StoreError]], ...] = (
     # (result code, as Python 3.11+ names it; the words of its message, for 3.10; what to do;
@@ -495,7 +500,7 @@ _FAILURES: tuple[tuple[str, str, str, type[StoreError]], ...] = (
     ),
     ("SQLITE_CORRUPT", "malformed", _DAMAGED, StoreCorruptError),
     # A text column holding bytes that are not UTF-8: SQLite wrote no such row for ctxfold.
-    ("", "Could not decode to UTF-8", _DAMAGED, StoreCorruptError),
+    ("", _NOT_UTF8, _DAMAGED, StoreCorruptError),
 )
 
 
