@@ -98,12 +98,7 @@ def migrate(conn: Any, sql: Statements, where: str) -> None:
         if sql.create_schema is not None:
             conn.execute(sql.create_schema)
         conn.execute(sql.create_versions)
-        version = int(conn.execute(sql.current_version).fetchone()[0])
-        if version > len(MIGRATIONS):
-            raise SchemaVersionError(
-                f"{where} has ctxfold schema version {version}, newer than this ctxfold "
-                f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
-            )
+        version = _known(int(conn.execute(sql.current_version).fetchone()[0]), where)
         for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
             for statement in statements:
                 conn.execute(sql.migration(statement))
@@ -120,12 +115,17 @@ def _up_to_date(conn: Any, sql: Statements, where: str) -> bool:
         if getattr(exc, "sqlstate", None) in _NOT_THERE:
             return False
         raise
+    return _known(version, where) == len(MIGRATIONS)
+
+
+def _known(version: int, where: str) -> int:
+    """`version`, when this ctxfold can read it; a newer one is a `SchemaVersionError`."""
     if version > len(MIGRATIONS):
         raise SchemaVersionError(
             f"{where} has ctxfold schema version {version}, newer than this ctxfold "
             f"understands ({len(MIGRATIONS)}); upgrade ctxfold to open it"
         )
-    return version == len(MIGRATIONS)
+    return version
 
 
 _NOT_THERE = frozenset({"42P01", "3F000"})
