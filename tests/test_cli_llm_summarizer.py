@@ -95,6 +95,29 @@ def test_a_summarizer_that_fails_is_reported_not_hidden(transcript: Path, tmp_pa
     assert not [p for p in validate(read_jsonl(out)) if p.severity == "error"]
 
 
+def test_a_summarizer_timeout_bounds_a_call_that_hangs(transcript: Path, tmp_path: Path) -> None:
+    """--summarizer-timeout reaches the SDK: an API that answers only after 30 s makes each call
+    fail after the timeout, and the compaction goes on without the summarizer and says so,
+    instead of waiting on the SDK's own timeout of minutes."""
+    out = tmp_path / "small.jsonl"
+    with FakeLLMServer(mode="slow", slow_seconds=30) as server:
+        env = {"OPENAI_API_KEY": "sk-test-env", "OPENAI_BASE_URL": server.openai_base_url}
+        done = run_cli(
+            [
+                "compact", str(transcript), "--window", "16000", "--summarizer",
+                "openai:gpt-4o-mini", "--summarizer-timeout", "0.5", "--json", "-o", str(out),
+            ],
+            env,
+            tmp_path,
+        )  # fmt: skip
+        asked = len(server.requests)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert asked >= 1, "the summarizer never reached the fake API"
+    assert report["error"] and "timed out" in report["error"].lower(), report["error"]
+    assert report["valid"] is True
+
+
 # Made up for this test: shaped like real credentials, valid for nothing.
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

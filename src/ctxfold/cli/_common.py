@@ -125,7 +125,16 @@ def build_budget(
 
 
 def summarizer_options(command: F) -> F:
-    """--summarizer and --redact/--no-redact, for the commands that summarize."""
+    """--summarizer, --summarizer-timeout and --redact/--no-redact, for the commands that
+    summarize."""
+    command = click.option(
+        "--summarizer-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="How long one call of an LLM summarizer may take before it fails, and the "
+        "compaction goes on without it. Default: the SDK's own.",
+    )(command)
     command = click.option(
         "--redact/--no-redact",
         default=True,
@@ -142,13 +151,16 @@ def summarizer_options(command: F) -> F:
     )(command)
 
 
-def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer | None:
+def build_summarizer(
+    spec: str, *, redact: bool = True, timeout: float | None = None
+) -> SyncSummarizer | None:
     """The summarizer `spec` names: ``extractive``, ``openai:MODEL`` or ``anthropic:MODEL``.
 
     ``extractive`` is None: the compactor's own default, which counts with the compactor's
     counter, so a summary's budget is in the same exact tokens as the window. With `redact`, an
     LLM summarizer scrubs secrets from everything it sends (its default); without, it sends the
-    history as it is. The SDK is imported only here, so the other choices work without it.
+    history as it is. `timeout` (seconds) bounds each call of an LLM summarizer (None: the SDK's
+    default). The SDK is imported only here, so the other choices work without it.
     """
     kind, _, model = spec.partition(":")
     if kind == "extractive" and not model:
@@ -161,10 +173,12 @@ def build_summarizer(spec: str, *, redact: bool = True) -> SyncSummarizer | None
             if kind == "openai":
                 from ctxfold.summarizers.openai import OpenAISummarizer
 
-                return cast("SyncSummarizer", OpenAISummarizer(model, redact=scrub))
+                return cast(
+                    "SyncSummarizer", OpenAISummarizer(model, redact=scrub, timeout=timeout)
+                )
             from ctxfold.summarizers.anthropic import AnthropicSummarizer
 
-            return cast("SyncSummarizer", AnthropicSummarizer(model, redact=scrub))
+            return cast("SyncSummarizer", AnthropicSummarizer(model, redact=scrub, timeout=timeout))
         except ImportError as exc:
             if isinstance(exc, MissingDependencyError):
                 raise

@@ -67,6 +67,7 @@ def compact(
     target: float | None,
     keep_recent_tokens: int | None,
     summarizer: str,
+    summarizer_timeout: float | None,
     redact: bool,
     fmt: str | None,
     repair: bool,
@@ -97,7 +98,7 @@ def compact(
         transcript.messages,
         budget,
         provider=out_format,
-        summarizer=build_summarizer(summarizer, redact=redact),
+        summarizer=build_summarizer(summarizer, redact=redact, timeout=summarizer_timeout),
         counter=count,
         redact=redact_secrets if redact else None,
     )

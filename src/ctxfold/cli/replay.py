@@ -55,6 +55,7 @@ def replay(
     database: str | None,
     html: Path | None,
     summarizer: str,
+    summarizer_timeout: float | None,
     redact: bool,
     repair: bool,
     as_json: bool,
@@ -80,7 +81,7 @@ def replay(
         database=database,
         name=f"replay-{input.stem}",
         provider=transcript.provider,
-        summarizer=build_summarizer(summarizer, redact=redact),
+        summarizer=build_summarizer(summarizer, redact=redact, timeout=summarizer_timeout),
         redact=redact,
     )
     if html is not None:
