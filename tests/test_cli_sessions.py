@@ -118,6 +118,26 @@ def test_a_reader_given_a_missing_database_says_so_and_makes_none(
     assert not missing.parent.exists()
 
 
+def test_a_failure_of_the_embedded_database_is_not_called_nothing_stored(
+    transcript: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the embedded database is there but cannot be opened (a full disk, say), a reader
+    reports that failure as the store gave it, not as "no sessions stored yet"."""
+    import ctxfold.storage.url
+    from ctxfold.errors import StoreUnavailableError
+
+    import_args = ["sessions", "import", str(transcript), "--session", "s"]
+    assert run_cli(import_args, how="runner", home=tmp_path).code == 0
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise StoreUnavailableError("the SQLite database failed: database or disk is full")
+
+    monkeypatch.setattr(ctxfold.storage.url, "SQLiteStore", full)
+    outcome = run_cli(["sessions", "list"], how="runner", home=tmp_path)
+    assert outcome.code == 2 and "database or disk is full" in outcome.stderr
+    assert "no sessions stored yet" not in outcome.stderr
+
+
 @pytest.mark.parametrize("command", READERS, ids=lambda c: c[0])
 def test_a_reader_before_anything_was_stored_says_so(command: list[str], tmp_path: Path) -> None:
     """With no store named and the embedded database not made yet, a reader says that nothing

@@ -190,23 +190,6 @@ def build_summarizer(
     )
 
 
-def default_database_url(
-    env: os._Environ[str] | dict[str, str] | None = None, *, create: bool = True
-) -> str:
-    """CTXFOLD_DATABASE_URL, else the embedded SQLite file in the user's data folder (whose
-    folder is made unless `create` is False)."""
-    from ctxfold.storage import default_sqlite_path
-
-    env = os.environ if env is None else env
-    url = env.get(DATABASE_ENV, "").strip()
-    if url:
-        return url
-    path = default_sqlite_path(env)
-    if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
-
-
 DATABASE_HELP = (
     "Store URL: sqlite:///path.db, postgresql://user@host/db or memory://. "
     f"Default: ${DATABASE_ENV}, else the embedded SQLite file "
@@ -220,25 +203,25 @@ def database_option(*, help: str = DATABASE_HELP) -> Callable[[F], F]:
 
 
 def open_database(url: str | None, *, create: bool = True) -> StoreBase:
-    """Open the store named on the command line (or the default one). Commands that only read
-    pass ``create=False``: a SQLite file that is not there is an error naming it, rather than a
-    new empty database that would answer "no sessions"."""
+    """Open the store named on the command line, else by $CTXFOLD_DATABASE_URL, else the
+    embedded SQLite file in the user's data folder. Commands that only read pass
+    ``create=False``: a SQLite file that is not there is an error naming it, rather than a new
+    empty database that would answer "no sessions"."""
     from ctxfold.errors import StoreUnavailableError
-    from ctxfold.storage import open_store
+    from ctxfold.storage import default_sqlite_path, open_store
 
     named = url or os.environ.get(DATABASE_ENV, "").strip()
     if named:
         return open_store(named, create=create)
-    default = default_database_url(create=create)
-    try:
-        return open_store(default, create=create)
-    except StoreUnavailableError:
+    path = default_sqlite_path()
+    if not create and not path.exists():
         # Nothing named, and the embedded file not made yet: nothing was ever stored here.
         raise StoreUnavailableError(
-            f"no sessions stored yet: the embedded database {default.removeprefix('sqlite:///')} "
-            "does not exist (a command that writes makes it, such as 'ctxfold sessions import'); "
-            f"name another store with -d URL or ${DATABASE_ENV}"
-        ) from None
+            f"no sessions stored yet: the embedded database {path} does not exist (a command "
+            "that writes makes it, such as 'ctxfold sessions import'); name another store with "
+            f"-d URL or ${DATABASE_ENV}"
+        )
+    return open_store(f"sqlite:///{path}", create=create)
 
 
 def check_writable(path: Path) -> None:
