@@ -141,3 +141,43 @@ def test_watch_follows_new_events_until_ctrl_c(tmp_path: Path) -> None:
         _, err = watch.communicate(timeout=30)
     assert watch.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_watch_waits_for_a_missing_sqlite_file_and_makes_none(tmp_path: Path) -> None:
+    """A mistyped path is not turned into an empty database: the watch says which file it waits
+    for, makes no file or folder, and --idle-timeout ends the wait with status 0."""
+    missing = tmp_path / "typo" / "agnet.db"
+    done = run_cli(["sessions", "watch", "run", "--idle-timeout", "0.3", "-d", f"sqlite:///{missing}"],
+                   how="runner", home=tmp_path)  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert f"waiting for {missing}: no database there yet" in done.stderr
+    assert done.stdout == ""
+    assert not missing.parent.exists()
+
+
+def test_watch_started_before_the_first_write_follows_the_session(tmp_path: Path) -> None:
+    """Started before any writer made the database, the watch follows the session once an agent
+    in another process makes the file and appends."""
+    path = tmp_path / "later" / "agent.db"
+    environ = {k: v for k, v in os.environ.items() if k != "CTXFOLD_DATABASE_URL"}
+    environ.update(isolated_env(tmp_path))
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "ctxfold", "sessions", "watch", "run", "-d", f"sqlite:///{path}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+    try:
+        assert watch.stderr is not None and watch.stdout is not None
+        assert "no database there yet" in watch.stderr.readline()  # it waits, having made none
+        assert not path.parent.exists()
+        with SQLiteStore(path) as store:
+            store.session("run").append(Message("user", "first words"))
+            line = watch.stdout.readline()  # blocks until the watch prints it
+        assert line.split()[:2] == ["1", "message"] and "first words" in line
+    finally:
+        watch.send_signal(signal.SIGINT)
+        _, err = watch.communicate(timeout=30)
+    assert watch.returncode == 0, err
+    assert "Traceback" not in err

@@ -210,7 +210,7 @@ def open_database(url: str | None, *, create: bool = True) -> StoreBase:
     from ctxfold.errors import StoreUnavailableError
     from ctxfold.storage import default_sqlite_path, open_store
 
-    named = url or os.environ.get(DATABASE_ENV, "").strip()
+    named = _named(url)
     if named:
         return open_store(named, create=create)
     path = default_sqlite_path()
@@ -222,6 +222,19 @@ def open_database(url: str | None, *, create: bool = True) -> StoreBase:
             f"-d URL or ${DATABASE_ENV}"
         )
     return open_store(f"sqlite:///{path}", create=create)
+
+
+def database_file(url: str | None) -> Path | None:
+    """The SQLite file `open_database` would open for `url`; None when it opens another store."""
+    from ctxfold.storage import default_sqlite_path
+    from ctxfold.storage.url import sqlite_file
+
+    named = _named(url)
+    return sqlite_file(named) if named else default_sqlite_path()
+
+
+def _named(url: str | None) -> str:
+    return url or os.environ.get(DATABASE_ENV, "").strip()
 
 
 def check_writable(path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from ctxfold.cli._common import (
+    database_file,
     database_option,
     echo_json,
     input_argument,
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 # Where the group's own -d/--json land, for its subcommands to inherit.
 _DATABASE = "ctxfold.sessions.database"
 _JSON = "ctxfold.sessions.json"
+_FILE_POLL = 0.2
+"""Seconds between looks for a SQLite file a watch waits for."""
 
 
 @click.group(invoke_without_command=True)
@@ -295,26 +299,53 @@ def watch(
     """Follow SESSION live: print each event as it lands, one line each as 'ctxfold sessions
     log' does, until interrupted (Ctrl-C) or, with --idle-timeout, until it goes quiet.
 
-    A session with no events yet is waited for. With --json, each event is one JSON object on
-    its own line (JSON Lines), with the keys of 'ctxfold sessions log --json'.
+    A session with no events yet is waited for, and so is a SQLite file that is not there yet
+    (the first writer makes it; the watch makes none). With --json, each event is one JSON
+    object on its own line (JSON Lines), with the keys of 'ctxfold sessions log --json'.
 
     \b
     Examples:
       ctxfold sessions watch chat-1
       ctxfold sessions watch chat-1 --after 120 -d postgresql://agent@db.internal/agents
     """
-    with open_database(_database(database)) as store:
-        if not store.last_seq(session_id):
-            click.echo(f"waiting for session {session_id!r}: it has no events yet", err=True)
-        try:
+    url = _database(database)
+    try:
+        file = database_file(url)
+        if file is not None and not _appeared(file, idle_timeout):
+            return
+        with open_database(url, create=False) as store:
+            if not store.last_seq(session_id):
+                click.echo(f"waiting for session {session_id!r}: it has no events yet", err=True)
             as_lines = _json(as_json)
             for event in store.session(session_id).watch(after, idle_timeout=idle_timeout):
                 if as_lines:
                     click.echo(json.dumps(_event_dict(event), ensure_ascii=False))
                 else:
                     click.echo(f"{event.seq:>5}  {event.type:<10}  {_describe(event)}")
-        except KeyboardInterrupt:
-            pass  # Ctrl-C is how a watch ends: a clean exit, no traceback
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a watch ends: a clean exit, no traceback
+
+
+def _appeared(file: Path, idle_timeout: float | None) -> bool:
+    """Wait until `file` exists (True), or until `idle_timeout` seconds pass (False).
+
+    A watch started before the agent's first write finds no database yet. Making an empty one
+    would also leave a file behind at every mistyped path, and wait on it for ever; so the watch
+    waits for the writer to make it, and says where it looks, so that a typo shows.
+    """
+    if file.exists():
+        return True
+    click.echo(
+        f"waiting for {file.absolute()}: no database there yet; the first writer makes it "
+        "(check the path if one should be there)",
+        err=True,
+    )
+    deadline = None if idle_timeout is None else time.monotonic() + idle_timeout
+    while not file.exists():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(_FILE_POLL)
+    return True
 
 
 def _database(given: str | None) -> str | None:

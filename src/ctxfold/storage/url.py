@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.storage.base import StoreBase
 from ctxfold.storage.checks import redacted
 from ctxfold.storage.memory import MemoryStore
-from ctxfold.storage.sqlite import SQLiteStore
+from ctxfold.storage.sqlite import MEMORY, SQLiteStore
 
 SUPPORTED = (
     "memory://",
@@ -41,7 +42,7 @@ def open_store(url: str, *, create: bool = True) -> StoreBase:
     if scheme == "memory" and rest == "":
         return MemoryStore()
     if scheme == "sqlite":
-        return _open_sqlite(url, rest, create)
+        return SQLiteStore(_sqlite_path(url, rest), create=create)
     if scheme in ("postgresql", "postgres"):
         return _open_postgres(url)
     raise InvalidInputError(
@@ -49,14 +50,31 @@ def open_store(url: str, *, create: bool = True) -> StoreBase:
     )
 
 
-def _open_sqlite(url: str, rest: str, create: bool) -> SQLiteStore:
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names (``~`` expanded), for a caller that must know whether
+    it is there before opening it; None for any other store and for ``sqlite:///:memory:``.
+    A malformed SQLite URL raises `InvalidInputError`, as `open_store` does.
+
+    >>> str(sqlite_file("sqlite:///data/agent.db"))
+    'data/agent.db'
+    >>> sqlite_file("postgresql://db/agents") is None
+    True
+    """
+    scheme, separator, rest = url.partition("://")
+    if not separator or scheme.lower() != "sqlite":
+        return None
+    path = _sqlite_path(url, rest)
+    return None if path == MEMORY else Path(path).expanduser()
+
+
+def _sqlite_path(url: str, rest: str) -> str:
     # "sqlite:///x" leaves "/x": an empty host, then the path after the slash.
     if not rest.startswith("/") or len(rest) < 2 or "?" in rest or "#" in rest:
         raise InvalidInputError(
             f"cannot open a store from {url!r}: a SQLite URL is sqlite:///relative/path.db, "
             "sqlite:////absolute/path.db or sqlite:///:memory:, with no host or query"
         )
-    return SQLiteStore(rest[1:], create=create)
+    return rest[1:]
 
 
 def _open_postgres(url: str) -> StoreBase:
