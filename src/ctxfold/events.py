@@ -405,9 +405,11 @@ class Usage:
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Usage:
         return cls(
-            after_seq=_opt(data, "after_seq", int, USAGE) or 0,
-            prompt_tokens=_get(data, "prompt_tokens", int, USAGE),
-            completion_tokens=_opt(data, "completion_tokens", int, USAGE),
+            after_seq=_count(_opt(data, "after_seq", int, USAGE) or 0, "after_seq", USAGE),
+            prompt_tokens=_count(_get(data, "prompt_tokens", int, USAGE), "prompt_tokens", USAGE),
+            completion_tokens=_count(
+                _opt(data, "completion_tokens", int, USAGE), "completion_tokens", USAGE
+            ),
             model=_opt(data, "model", str, USAGE),
         )
 
@@ -428,7 +430,7 @@ class Overflow:
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Overflow:
-        return cls(_opt(data, "after_seq", int, OVERFLOW) or 0)
+        return cls(_count(_opt(data, "after_seq", int, OVERFLOW) or 0, "after_seq", OVERFLOW))
 
 
 Payload = Compaction | Mask | Retraction | Reset | Pin | Unpin | Usage | Overflow
@@ -459,6 +461,14 @@ def _opt(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
         raise InvalidInputError(
             f"a {what} event's {key!r} must be {kind.__name__}, not {value!r:.200}"
         )
+    return value
+
+
+def _count(value: Any, key: str, what: str) -> Any:
+    # A negative count or seq is no report a provider makes; read as one, it would pull every
+    # later estimate below the truth.
+    if value is not None and value < 0:
+        raise InvalidInputError(f"a {what} event's {key!r} must be 0 or more, not {value!r}")
     return value
 
 

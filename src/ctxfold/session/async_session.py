@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, NewEvent
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
@@ -34,6 +35,16 @@ class AsyncSession:
     """
 
     def __init__(self, session: Session) -> None:
+        if not isinstance(session, Session):
+            hint = (
+                "it is one already: use it as it is"
+                if isinstance(session, AsyncSession)
+                else "pass store.session(id), e.g. AsyncSession(store.session('chat-1'))"
+            )
+            raise InvalidInputError(
+                f"AsyncSession wraps a Session, not {type(session).__name__} {session!r:.80}; "
+                + hint
+            )
         self.sync = session
         self.id = session.id
 

@@ -13,6 +13,7 @@ What an append hands the store and the projection is worked out in `ctxfold.sess
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -57,6 +58,9 @@ CHECKPOINT_EVERY = 1000
 compaction, mask and reset)."""
 
 _RESHAPED = frozenset({COMPACTION, MASK, RESET})
+
+
+_log = logging.getLogger(__name__)
 
 
 class Session:
@@ -224,7 +228,19 @@ class Session:
             if mark is not None and self._mark is not None and mark == self._mark + 1:
                 self._mark = mark
         else:
-            self.refresh()
+            try:
+                self.refresh()
+            except InvalidInputError as exc:
+                # The append landed. An event another writer stored cannot be read: the next
+                # read folds the log again and raises, naming it. Raising here would tell the
+                # caller the append failed, and a retry would write it a second time.
+                _log.warning(
+                    "session %r: the append landed (seqs %d to %d), but %s",
+                    self.id,
+                    stored[0].seq,
+                    stored[-1].seq,
+                    exc,
+                )
 
     def _check_batch(self, batch: Sequence[NewEvent]) -> None:
         # Check each event against the projection as the earlier events of the batch leave it,
@@ -246,23 +262,48 @@ class Session:
     ) -> Event:
         """Record the provider's reported prompt tokens for the request sent after `after_seq`
         (default: the last seq now). Later estimates start from this figure."""
-        if not isinstance(prompt_tokens, int) or prompt_tokens < 0:
+        if (
+            isinstance(prompt_tokens, bool)
+            or not isinstance(prompt_tokens, int)
+            or prompt_tokens < 0
+        ):
             raise InvalidInputError(
                 f"prompt_tokens must be a non-negative int, not {prompt_tokens!r}"
             )
         with self._lock:
             self.refresh()
-            after = self._state.projection.last_seq if after_seq is None else after_seq
-            usage = Usage(after, prompt_tokens, completion_tokens, model)
-            return self._append_one(NewEvent.of(usage))
+            usage = Usage(self._after(after_seq), prompt_tokens, completion_tokens, model)
+            return self._append_checked(NewEvent.of(usage))
 
     def record_overflow(self, *, after_seq: int | None = None) -> Event:
         """Record that the provider refused the request sent after `after_seq` (default: the
         last seq now) as too long; `overflows` counts these (`overflow-recovery`)."""
         with self._lock:
             self.refresh()
-            after = self._state.projection.last_seq if after_seq is None else after_seq
-            return self._append_one(NewEvent.of(Overflow(after)))
+            return self._append_checked(NewEvent.of(Overflow(self._after(after_seq))))
+
+    def _after(self, after_seq: int | None) -> int:
+        """The seq a provider report is about: `after_seq`, which must be in the log, else the
+        last one. A report on a request after a seq not yet written would describe no request
+        and would pull every later estimate down to its figure."""
+        last = self._state.projection.last_seq
+        if after_seq is None:
+            return last
+        if (
+            isinstance(after_seq, bool)
+            or not isinstance(after_seq, int)
+            or not 0 <= after_seq <= last
+        ):
+            raise InvalidInputError(
+                f"after_seq must be a seq of session {self.id!r} (0 to {last}), not {after_seq!r}"
+            )
+        return after_seq
+
+    def _append_checked(self, event: NewEvent) -> Event:
+        # Read back as a fold will read it, before it is written: a report with a wrong-typed
+        # field would otherwise land and make every later read of the session fail.
+        self._state.projection.check(event)
+        return self._append_one(event)
 
     def pin(self, *item_ids: int) -> Event:
         """Keep these items out of every strategy's reach (stored, so it survives reopening).
@@ -360,10 +401,20 @@ class Session:
                 self._state.fold(event)
             except InvalidInputError as exc:
                 # Only an event written past the session's checks (a raw store.append, another
-                # program) gets here: say which one, so that it can be found.
+                # program) gets here: say which one, so that it can be found. The fold may have
+                # gone part of the way into it; what it derived is dropped, so that every later
+                # read starts again and fails at the same event, rather than read on past it.
+                self._forget()
                 raise InvalidInputError(
                     f"session {self.id!r}, event {event.seq} ({event.type}) cannot be read: {exc}"
                 ) from None
+
+    def _forget(self) -> None:
+        """Drop the projection derived so far: the next look folds the log from its start."""
+        self._state = Fold()
+        self._started = False
+        self._mark = None
+        self._checkpoint_seq = 0
 
     def events(self, after: int = 0) -> list[Event]:
         """Every stored event after `after`, originals and compactions alike, in seq order."""
@@ -405,8 +456,11 @@ class Session:
 
     @property
     def pinned(self) -> frozenset[int]:
-        """Ids of the items the application pinned that are still projected."""
-        return self._state.projection.pinned
+        """Ids of the items the application pinned that are still projected (read after
+        catching up with the log, as `messages` is)."""
+        with self._lock:
+            self.refresh()
+            return self._state.projection.pinned
 
     def overflows(self) -> int:
         """How many context overflows were recorded since the session began or was last reset
