@@ -105,11 +105,18 @@ def _check_column_text(text: str, what: str, limit: int, advice: str = "") -> No
         )
 
 
+MAX_SEQ = 2**63 - 1
+"""The largest seq any store can hold (a signed 64-bit integer in SQLite and PostgreSQL)."""
+
+
 def check_seq(value: object, name: str) -> int:
-    """Return `value` when it is a seq a caller may pass (an int, 0 or more)."""
+    """Return `value` when it is a seq a caller may pass (an int, 0 to `MAX_SEQ`)."""
     # bool is an int subclass; True as a seq is always a caller's mistake.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer of 0 or more, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
+        raise InvalidInputError(
+            f"{name} must be an integer from 0 to {MAX_SEQ} (the largest seq a store holds), "
+            f"not {value!r:.80}"
+        )
     return value
 
 

@@ -37,6 +37,7 @@ from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event, redacted
 from ctxfold.storage.postgres_schema import Statements, migrate
 from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
+from ctxfold.storage.url import split_schema
 from ctxfold.storage.watch import Watch
 
 MAX_NAME_BYTES = 63
@@ -61,7 +62,8 @@ class PostgresStore(StoreBase):
 
     - `url`: a libpq connection string or URL.
     - `schema`: put the tables in that schema (created when missing) instead of the connection's
-      default. At most 63 bytes, and not starting with ``pg_`` (PostgreSQL's own prefix).
+      default; a URL's ``schema`` query parameter says the same, as `open_store` reads it. At
+      most 63 bytes, and not starting with ``pg_`` (PostgreSQL's own prefix).
     - `connect_timeout`: seconds to wait for the server to accept a connection (default: the
       URL's ``connect_timeout``, else 5). libpq counts it in whole seconds, at least 2.
     - `pool_timeout`: seconds an operation waits for a free connection of the pool (default 5).
@@ -92,6 +94,18 @@ class PostgresStore(StoreBase):
             from psycopg_pool import ConnectionPool, PoolTimeout
         except ImportError:
             raise MissingDependencyError("PostgresStore", "psycopg", "postgres") from None
+        if not isinstance(url, str) or not url:
+            raise InvalidInputError(f"PostgresStore needs a postgresql:// URL, not {url!r:.80}")
+        # The schema may come in the URL, as open_store takes it; a libpq key=value string has
+        # no query to hold one.
+        in_url = None
+        if url.lower().startswith(("postgresql://", "postgres://")):
+            url, in_url = split_schema(url)
+        if in_url is not None and schema is not None and in_url != schema:
+            raise InvalidInputError(
+                f"the URL names schema {in_url!r} and schema= names {schema!r}; name one"
+            )
+        schema = schema if schema is not None else in_url
         if schema is not None:
             _check_schema(schema)
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:

@@ -131,7 +131,17 @@ class SQLiteStore(StoreBase):
         poll_interval: float = 0.1,
         create: bool = True,
     ) -> None:
-        if synchronous.upper() not in _SYNCHRONOUS:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidInputError(
+                "SQLiteStore needs a file path or ':memory:', "
+                f"not {type(path).__name__} {path!r:.80}"
+            )
+        for name, value in (("busy_timeout", busy_timeout), ("poll_interval", poll_interval)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise InvalidInputError(
+                    f"{name} must be a number of seconds, 0 or more, not {value!r}"
+                )
+        if not isinstance(synchronous, str) or synchronous.upper() not in _SYNCHRONOUS:
             raise InvalidInputError(
                 f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}"
             )
