@@ -168,6 +168,8 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         store.save_snapshot("cp", seq, json.dumps({**raw, "items": raw["items"][::-1]}))
     elif kind == "not an object":
         store.save_snapshot("cp", seq, "[1, 2, 3]")
+    elif kind == "nested too deep":
+        store.save_snapshot("cp", seq, "[" * 100_000 + "]" * 100_000)
     elif kind == "deleted":
         store.drop_snapshots("cp")
     else:
@@ -181,6 +183,7 @@ def corrupt(store: SQLiteStore, kind: str) -> None:
         "deleted",
         "not json",
         "not an object",
+        "nested too deep",
         "older format",
         "other counter",
         "wrong counts, other counter",

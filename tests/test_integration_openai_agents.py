@@ -256,6 +256,14 @@ def test_a_run_of_assistant_items_is_one_message_and_outputs_are_tool_messages()
     assert [m.tool_call_id for m in messages[1:]] == ["c1", "c2"]
 
 
+def _nested(depth: int) -> list[Any]:
+    """A list `depth` lists deep: more than JSON encoding can recurse through."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.guarantee("integration-lossless-conversion")
 @pytest.mark.parametrize(
     ("item", "named"),
@@ -266,6 +274,7 @@ def test_a_run_of_assistant_items_is_one_message_and_outputs_are_tool_messages()
         ({"type": "function_call", "name": "read", "arguments": "{}"}, "without a call_id"),
         ({"type": "function_call_output", "output": "x"}, "without a call_id"),
         ({"role": "user", "content": object()}, "cannot be stored as JSON"),
+        ({"role": "user", "content": "x", "deep": _nested(100_000)}, "cannot be stored as JSON"),
     ],
 )
 async def test_an_item_that_cannot_be_carried_is_refused_and_nothing_is_written(
@@ -277,6 +286,14 @@ async def test_an_item_that_cannot_be_carried_is_refused_and_nothing_is_written(
         await session.add_items([{"role": "user", "content": "fine"}, item])
     assert await session.get_items() == []
     assert session.session.events() == []
+
+
+@pytest.mark.parametrize("limit", ["2", 2.5, True, -1])
+async def test_a_limit_that_is_no_count_of_items_is_refused(limit: Any) -> None:
+    """`get_items(limit=...)` takes None or a count of items; anything else is refused by name."""
+    session = CtxfoldSession("limits", store=MemoryStore())
+    with pytest.raises(InvalidInputError, match="limit must be None or a number of items"):
+        await session.get_items(limit=limit)
 
 
 @pytest.mark.parametrize("session_id", [None, 7, "", b"bytes"])

@@ -134,7 +134,7 @@ def _checked(raw: Any, index: int) -> dict[str, Any]:
     item = dict(raw)
     try:
         json.dumps(item)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # nested too deep: RecursionError
         raise InvalidInputError(
             f"{where} ({item.get('type') or item.get('role')!r}) cannot be stored as JSON: {exc}"
         ) from exc

@@ -26,7 +26,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxfold.errors import MissingDependencyError
+from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.events import (
     COMPACTION,
     MESSAGE,
@@ -127,6 +127,12 @@ class CtxfoldSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The stored items, oldest first; with `limit`, the newest `limit` of them. These are
         the items as the Runner gave them, never the compacted projection."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise InvalidInputError(
+                f"limit must be None or a number of items, 0 or more, not {limit!r:.80}"
+            )
         return await asyncio.to_thread(self._copied, limit)
 
     async def add_items(self, items: list[Any]) -> None:

@@ -127,7 +127,7 @@ def load(store: StoreBase, session_id: str) -> Fold | None:
     seq, data = found
     try:
         return _restore(store, session_id, seq, data)
-    except (InvalidInputError, ValueError, TypeError, KeyError, IndexError) as exc:
+    except (InvalidInputError, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
         log.info("ctxfold: not using the checkpoint of %r at seq %s: %s", session_id, seq, exc)
         return None
 
