@@ -201,21 +201,29 @@ def test_a_failing_background_summarizer_is_reported_at_the_next_check(
     assert edits(session) == []
 
 
+class Broken:
+    """A strategy of the application's own with a bug: it raises instead of proposing."""
+
+    name = "broken"
+
+    def run(self, view: object) -> Any:
+        raise LookupError("strategy bug")
+
+
 @pytest.mark.guarantee("background-failures-reported")
 def test_anything_else_a_background_run_raises_is_reported_too() -> None:
-    """An `on_start` listener that raises in the background thread: the next check reports the
-    run as failed, naming the error."""
+    """A strategy that raises in the background thread: the next check reports the run as
+    failed, naming the error."""
+    from ctxfold.tokens import Budget
 
-    def on_start(start: object) -> None:
-        raise LookupError("listener bug")
-
+    budget = Budget(window=BUDGET_WINDOW, keep_recent_tokens=0, keep_user_tokens=0)
     session = started_session()
-    with compactor(Gate(open=True), on_start=on_start) as c:
+    with Compactor(budget, [Broken()], counter=COUNTER, background=POLICY) as c:
         c.maybe_compact(session)
         finish_runs()
         report = c.maybe_compact(session)
     assert report is not None and report.outcome == "failed"
-    assert report.error == "the background run raised LookupError: listener bug"
+    assert report.error == "the background run raised LookupError: strategy bug"
     assert report.session_id == "bg"
 
 

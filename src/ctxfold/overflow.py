@@ -66,21 +66,23 @@ class OverflowFigures:
 
 def is_context_overflow(exc: BaseException | None) -> bool:
     """Whether `exc` (or an exception it was raised from) says the prompt exceeded the window.
+    Anything that is no exception (None, a string, a status code) is no overflow: False.
 
     >>> is_context_overflow(ValueError("This model's maximum context length is 8192 tokens"))
     True
-    >>> is_context_overflow(TimeoutError("timed out"))
-    False
+    >>> is_context_overflow(TimeoutError("timed out")), is_context_overflow(400)
+    (False, False)
     """
     return any(_says_overflow(current) for current in causes(exc))
 
 
 def causes(exc: BaseException | None) -> Iterator[BaseException]:
     """`exc`, then what it was raised from or during (`__cause__`, else `__context__`), and so
-    on: at most `_MAX_CHAIN` exceptions, each once, so a cycle ends."""
+    on: at most `_MAX_CHAIN` exceptions, each once, so a cycle ends. Nothing for what is no
+    exception."""
     seen: set[int] = set()
     current = exc
-    while current is not None and id(current) not in seen and len(seen) < _MAX_CHAIN:
+    while isinstance(current, BaseException) and id(current) not in seen and len(seen) < _MAX_CHAIN:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__

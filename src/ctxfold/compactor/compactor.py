@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import takewhile
-from typing import Any
+from typing import Any, cast
 
 from ctxfold.compactor.background import Background, BackgroundRuns, tend
 from ctxfold.compactor.drivers import Edge, run_async, run_sync
@@ -24,12 +24,15 @@ from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
+from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
 from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session import AsyncSession, Session
+from ctxfold.summarizers.base import as_summarizer
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
 from ctxfold.tokens import counter as make_counter
+from ctxfold.tokens.budget import target_in_tokens
 from ctxfold.tokens.tally import Tally, TextCounts
 
 log = logging.getLogger("ctxfold.compactor")
@@ -48,10 +51,12 @@ class Compactor:
 
     - `budget`: the window, trigger and target; None turns the automatic trigger off
       (`budget-live-and-validated`). It may be changed at any time and takes effect at the next
-      check.
-    - `pipeline`: the ladder (default ClearToolResults → Summarize → SlidingWindow).
+      check; anything but a `Budget` or None is refused when it is set.
+    - `pipeline`: the ladder (default `Pipeline.default()`); a list of strategies is read as
+      `Pipeline(list)`.
     - `summarizer`: used by `Summarize` strategies that name none (default: extractive, no model).
-    - `counter`: the token counter (default `ctxfold.tokens.counter("auto")`).
+    - `counter`: the token counter, or a name for `ctxfold.tokens.counter` ("cl100k_base", a
+      model name; default "auto").
     - `on_compact(ctx)`: an application callback that picks ranges itself (the callback guarantees,
       `callback-ranges-compose` and the three after it); it runs before the pipeline, which then
       only runs if the view still does not fit. An `async def on_compact` runs under `acompact`
@@ -62,6 +67,8 @@ class Compactor:
     - `on_start(CompactionStart)`, `on_report(CompactionReport)`: observe each run (`run-reported`).
     - `on_trim(Trim)`: told what each landed edit took out of the view, once it is stored
       (`trim-reported`).
+      In the automatic trigger (and overflow recovery) a listener that raises is logged and named
+      in the report's `error`, and the run goes on; a manual `compact()` raises it.
     - `should_compact(estimate, session) -> bool`: the application's own trigger, asked at each
       automatic check beside the budget (`app-trigger`). Compaction starts when either says so:
       the predicate can start it early (every few turns, at the end of a task), never hold it
@@ -87,9 +94,9 @@ class Compactor:
     def __init__(
         self,
         budget: Budget | None,
-        pipeline: Pipeline | None = None,
+        pipeline: Pipeline | Sequence[Strategy] | None = None,
         summarizer: Summarizer | None = None,
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | str | None = None,
         on_compact: Callback | None = None,
         redact: Callable[[str], str] | None = None,
         *,
@@ -101,27 +108,49 @@ class Compactor:
         summary_role: SummaryRole = "user",
         background: bool | Background = False,
     ) -> None:
-        if budget is not None and not isinstance(budget, Budget):
-            raise BudgetError(f"budget must be a ctxfold.Budget or None, not {budget!r}")
+        self.budget = budget
         if should_compact is not None and budget is None:
             raise ConfigurationError(
                 "should_compact needs a budget: the budget gives the target a compaction aims "
                 "at, and stays the safety net at its trigger point"
             )
-        if summary_role not in SUMMARY_ROLES:
+        if not isinstance(summary_role, str) or summary_role not in SUMMARY_ROLES:
             raise ConfigurationError(
-                f"summary_role must be user, assistant or system, not {summary_role!r}"
+                f"summary_role must be 'user', 'assistant' or 'system', not {summary_role!r}"
             )
-        self.budget = budget
-        self.counter = counter or make_counter("auto")
+        if not isinstance(background, (bool, Background)):
+            raise ConfigurationError(
+                f"background must be True, False or a Background(...), not {background!r}"
+            )
+        if summarizer is not None:
+            as_summarizer(summarizer)  # refuses, now, what cannot be called with a request
+        for name, listener, signature in (
+            ("on_compact", on_compact, "on_compact(ctx)"),
+            ("redact", redact, "redact(text) -> text"),
+            ("on_start", on_start, "on_start(CompactionStart)"),
+            ("on_report", on_report, "on_report(CompactionReport)"),
+            ("on_trim", on_trim, "on_trim(Trim)"),
+            ("should_compact", should_compact, "should_compact(estimate, session) -> bool"),
+        ):
+            if listener is not None and not callable(listener):
+                raise ConfigurationError(
+                    f"{name} must be a function {signature}, or None, not {listener!r}"
+                )
+        self.counter = _counter_of(counter)
         self._text_counts = TextCounts(self.counter)
         self.summarizer: Summarizer = (
             summarizer if summarizer is not None else ExtractiveSummarizer(count=self._text_counts)
         )
-        self.pipeline = pipeline or Pipeline.default()
+        self.pipeline = (
+            Pipeline.default()
+            if pipeline is None
+            else pipeline
+            if isinstance(pipeline, Pipeline)
+            else Pipeline(pipeline)
+        )
         self.on_compact = on_compact
         self.redact = redact
-        self.tools = list(tools or [])
+        self.tools = _tools_of(tools)
         self.on_start = on_start
         self.on_report = on_report
         self.on_trim = on_trim
@@ -131,6 +160,20 @@ class Compactor:
         self._tools_tokens = self.counter.count_tools(self.tools) if self.tools else 0
         self.background = Background() if background is True else background or None
         self._runs = BackgroundRuns(self.background) if self.background else None
+
+    @property
+    def budget(self) -> Budget | None:
+        """The budget the next check reads; set it at any time (`budget-live-and-validated`)."""
+        return self._budget
+
+    @budget.setter
+    def budget(self, budget: Budget | None) -> None:
+        if budget is not None and not isinstance(budget, Budget):
+            raise BudgetError(
+                f"budget must be a ctxfold.Budget or None, not {budget!r}; for a window of "
+                f"N tokens, pass Budget(window=N)"
+            )
+        self._budget = budget
 
     # -- checking --------------------------------------------------------------------------
     def estimate(self, session: Session) -> int:
@@ -143,7 +186,11 @@ class Compactor:
         return tally.estimate if tally.anchored else tally.total + self._tools_tokens
 
     def should_compact(
-        self, session: Session, *, adding: Sequence[Message] = (), fresh: bool = True
+        self,
+        session: Session,
+        *,
+        adding: Sequence[Message] | Message | None = (),
+        fresh: bool = True,
     ) -> bool:
         """True when the session has at least `min_messages` messages (`min-messages`) and the
         estimate has reached the budget's trigger, or the application's `should_compact`
@@ -152,9 +199,11 @@ class Compactor:
         decides.
 
         `adding`: messages about to be appended, judged as if they were (an integration that
-        appends a request's messages only with the model's response). `fresh=False` judges the
-        session as of its last look at the store (`Session.items`)."""
+        appends a request's messages only with the model's response): a list of them, one
+        `Message`, or None for none. `fresh=False` judges the session as of its last look at the
+        store (`Session.items`)."""
         _blocking(session, "should_compact")
+        adding = _adding(adding)
         budget = self.budget
         if budget is None:
             return False
@@ -232,21 +281,25 @@ class Compactor:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def compact(self, session: Session, *, target: int | None = None) -> CompactionReport:
-        """Compact now, toward the budget's target (or `target` tokens), and report how it went:
+    def compact(self, session: Session, *, target: float | None = None) -> CompactionReport:
+        """Compact now, toward the budget's target (or `target`), and report how it went:
         `report.landed` says whether anything was appended, `report.outcome` why not. Raises on
-        an empty session (`empty-session-refused`) and when the summarizer or the callback
-        raises (`auto-trigger-isolates-failures`)."""
+        an empty session (`empty-session-refused`) and when the summarizer, the callback or a
+        listener raises (`auto-trigger-isolates-failures`).
+
+        `target` is read as `Budget.target` is (`ctxfold.tokens.budget.target_in_tokens`): a
+        number in (0, 1] is a fraction of the budget's window (``target=0.5``: half of it), a
+        larger one a count of tokens; anything else is a `BudgetError`."""
         _blocking(session, "compact")
-        flow = self._flow("manual", target, manual=True)
-        return self._finish(run_sync(flow, self._edge(), session))
+        flow = self._flow("manual", self._target(target), manual=True)
+        return self._finish(run_sync(flow, self._edge(), session), raising=True)
 
     async def acompact(
-        self, session: Session | AsyncSession, *, target: int | None = None
+        self, session: Session | AsyncSession, *, target: float | None = None
     ) -> CompactionReport:
         """`compact` for asyncio code."""
-        flow = self._flow("manual", target, manual=True)
-        return self._finish(await run_async(flow, self._edge(), _sync(session)))
+        flow = self._flow("manual", self._target(target), manual=True)
+        return self._finish(await run_async(flow, self._edge(), _sync(session)), raising=True)
 
     def recover_from_overflow(
         self, session: Session, *, error: BaseException | None = None
@@ -265,6 +318,7 @@ class Compactor:
         provider has just shown the counts they are bounded with to be short. Nothing is
         appended to the conversation itself."""
         _blocking(session, "recover_from_overflow")
+        _check_error(error)
         figures = overflow_figures(error)
         if figures.prompt_tokens is not None:
             session.record_usage(figures.prompt_tokens)
@@ -277,6 +331,7 @@ class Compactor:
     ) -> CompactionReport:
         """`recover_from_overflow` for asyncio code."""
         sync = _sync(session)
+        _check_error(error)
         figures = overflow_figures(error)
         if figures.prompt_tokens is not None:
             await asyncio.to_thread(sync.record_usage, figures.prompt_tokens)
@@ -285,6 +340,14 @@ class Compactor:
         return self._finish(await run_async(flow, self._edge(), sync))
 
     # -- internals -------------------------------------------------------------------------
+    def _target(self, target: float | None) -> int | None:
+        """An explicit `target` in tokens, read against the budget's window as `Budget` reads
+        its own (None: the budget's target)."""
+        if target is None:
+            return None
+        budget = self.budget
+        return target_in_tokens(target, budget.window if budget is not None else None)
+
     def _overflow_flow(self, overflows: int, limit: int | None) -> Any:
         # The count lives in the log, so every compactor and process sees the same one.
         if overflows > 1:
@@ -383,23 +446,104 @@ class Compactor:
         return self._estimate(tally)
 
     def _finish_all(self, reports: Sequence[CompactionReport]) -> CompactionReport | None:
-        for report in reports:
-            self._finish(report)
-        return reports[-1] if reports else None
+        finished = [self._finish(report) for report in reports]
+        return finished[-1] if finished else None
 
     def _edge(self) -> Edge:
         return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start, self.on_trim)
 
-    def _finish(self, report: CompactionReport) -> CompactionReport:
+    def _finish(self, report: CompactionReport, *, raising: bool = False) -> CompactionReport:
+        """Log `report` and tell the `on_report` listener. One that raises is logged and named in
+        the report returned, unless `raising` (a manual compact): the automatic trigger's turn,
+        and the reports after it in a background check, go on (`run-reported`)."""
         if report.error:
             log.warning("ctxfold: %s", report.describe())
         elif not report.landed and report.notes:
             log.warning("ctxfold: %s; %s", report.describe(), "; ".join(report.notes))
         else:
             log.info("ctxfold: %s", report.describe())
-        if self.on_report is not None:
-            self.on_report(report)
+        listener = self.on_report
+        if listener is not None:
+            try:
+                listener(report)
+            except Exception as exc:
+                if raising:
+                    raise
+                report = report.with_listener_error("on_report", exc)
+                log.warning(
+                    "ctxfold: on_report raised %s: %s; the run's report: %s",
+                    type(exc).__name__,
+                    exc,
+                    report.describe(),
+                )
         return report
+
+
+def _counter_of(counter: object) -> TokenCounter:
+    """The compactor's counter: `counter` itself, or what `ctxfold.tokens.counter` makes of a
+    name (None: "auto")."""
+    if counter is None:
+        return make_counter("auto")
+    if isinstance(counter, str):
+        return make_counter(counter)
+    if all(
+        callable(getattr(counter, m, None)) for m in ("count_text", "count_message", "count_tools")
+    ):
+        return cast(TokenCounter, counter)
+    raise ConfigurationError(
+        f"counter must be a TokenCounter (count_text, count_message, count_tools) or a name "
+        f"for ctxfold.tokens.counter such as 'cl100k_base' or 'gpt-4o', not {counter!r}"
+    )
+
+
+def _tools_of(tools: object) -> list[Mapping[str, Any]]:
+    """The tool schemas, as a list; anything but a list of mappings is refused."""
+    if tools is None:
+        return []
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigurationError(
+            f"tools must be a list of tool schemas (dicts), not {type(tools).__name__}"
+        )
+    schemas = list(tools)
+    for position, schema in enumerate(schemas):
+        if not isinstance(schema, Mapping):
+            raise ConfigurationError(
+                f"tools[{position}] is a {type(schema).__name__}, not a tool schema (a dict)"
+            )
+    return schemas
+
+
+def _adding(adding: object) -> Sequence[Message]:
+    """What `should_compact(adding=...)` is given, as messages: a list of them, one `Message`,
+    or None for none."""
+    if adding is None:
+        return ()
+    if isinstance(adding, Message):
+        return (adding,)
+    if isinstance(adding, (str, bytes, Mapping)) or not isinstance(adding, Iterable):
+        hint = _READERS if isinstance(adding, Mapping) else ""
+        raise InvalidInputError(
+            f"adding takes a list of Message values, not a {type(adding).__name__}{hint}"
+        )
+    messages = list(adding)
+    for position, message in enumerate(messages):
+        if not isinstance(message, Message):
+            hint = _READERS if isinstance(message, Mapping) else ""
+            raise InvalidInputError(
+                f"adding[{position}] is a {type(message).__name__}, not a ctxfold Message{hint}"
+            )
+    return messages
+
+
+_READERS = "; read a provider's messages with from_openai or from_anthropic"
+
+
+def _check_error(error: object) -> None:
+    """Refuse, before anything is recorded, an overflow `error` that is no exception."""
+    if error is not None and not isinstance(error, BaseException):
+        raise ConfigurationError(
+            f"error must be the exception the provider's SDK raised (or None), not {error!r}"
+        )
 
 
 def _free_rungs(pipeline: Pipeline) -> Pipeline | None:

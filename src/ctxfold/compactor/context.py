@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfold._drive import adrive, drive
-from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
+from ctxfold.errors import (
+    ConfigurationError,
+    InvalidHistoryError,
+    InvalidInputError,
+    SummarizerError,
+)
 from ctxfold.messages import Message
 from ctxfold.pipeline.accounting import Accounts
 from ctxfold.pipeline.proposals import Replace
@@ -28,6 +33,7 @@ from ctxfold.pipeline.summaries import (
     write_summary,
 )
 from ctxfold.pipeline.view import WorkingView
+from ctxfold.summarizers.base import normalize_result
 from ctxfold.summarizers.identifiers import extract_identifiers
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
@@ -110,7 +116,8 @@ class CompactionContext:
         `where` is a `range`, a `slice` or a `(start, stop)` pair, half-open like Python slices.
         `summarize(messages) -> str` writes the summary from the range's original messages
         (masks undone, redacted when a redactor is configured); None uses the compactor's
-        summarizer.
+        summarizer. Its answer is read as a summarizer's is: a `str`, a `SummaryResult`, or
+        None (or blank text) to decline; anything else is a `SummarizerError`.
         A range that would split a tool call from its result raises `InvalidHistoryError`, unless
         `widen=True`, which grows it to the nearest safe boundaries.
         """
@@ -159,6 +166,11 @@ class CompactionContext:
     def _replace(
         self, where: Any, summarize: SummarizeRange | None, widen: bool
     ) -> Generator[SummaryRequest | _Ask, Any, list[Message]]:
+        if summarize is not None and not callable(summarize):
+            raise ConfigurationError(
+                f"summarize must be a function(messages) -> str, or None for the compactor's "
+                f"summarizer, not {summarize!r}"
+            )
         start, stop = self._bounds(where)
         view = self._view
         structure = view.structure()
@@ -194,7 +206,15 @@ class CompactionContext:
             identifiers = list(request.identifiers)
         else:
             originals = view.originals(start, stop)
-            text = yield _Ask(summarize, originals)
+            answer = yield _Ask(summarize, originals)
+            try:
+                # Checked as the compactor's summarizer's answers are: bytes or a number is no
+                # summary, and is never stored as its repr.
+                text = normalize_result(answer).text
+            except SummarizerError as exc:
+                raise SummarizerError(
+                    f"the summarize function given to ctx.compact for [{start}, {stop}): {exc}"
+                ) from None
             identifiers = extract_identifiers(originals)
         if text is None or not str(text).strip():
             self._accounts.notes.append(

@@ -105,9 +105,14 @@ def compaction(
     started = time.perf_counter()
     planned: Planned | None = None
     why = ""
+    listener: str | None = None
     for attempt in range(MAX_PLANS):
         first = attempt == 0
         planned = yield from planning(settings, manual=manual, announce=first, quiet=quiet)
+        if first:
+            listener = planned.listener_error
+        elif listener:
+            planned = replace(planned, listener_error=listener)  # heard once, reported at the end
         if not planned.edits:
             return planned.report(time.perf_counter() - started)
         landing = yield from _land(planned)
@@ -132,14 +137,15 @@ def planning(
     start = CompactionStart(
         snapshot.session_id, settings.reason, snapshot.estimate, settings.target_for(snapshot)
     )
+    listener = ""
     if announce and not quiet:
         if manual and not snapshot.items:
             raise EmptySessionError(f"session {snapshot.session_id!r} has no messages to compact")
-        yield Started(start)
+        listener = yield from _started(start, settings.raise_failures)
     planned: Planned = yield from plan(snapshot, settings)
     if announce and quiet and (planned.edits or planned.failed):
-        yield Started(start)
-    return planned
+        listener = yield from _started(start, settings.raise_failures)
+    return replace(planned, listener_error=listener) if listener else planned
 
 
 def landing_of(planned: Planned, started: float) -> Generator[SessionStep, Any, CompactionReport]:
@@ -168,8 +174,21 @@ def _trimmed(
         # landed outcome; a manual compact raises it.
         if raise_failures:
             raise
-        return replace(report, error=f"on_trim raised {type(exc).__name__}: {exc}")
+        return report.with_listener_error("on_trim", exc)
     return report
+
+
+def _started(start: CompactionStart, raise_failures: bool) -> Generator[SessionStep, Any, str]:
+    """Tell the `on_start` listeners that a run began; returns what one raised ("" when none
+    did), for the run's report: the run goes on. A manual compact raises it instead, before
+    anything is planned (`run-reported`)."""
+    try:
+        yield Started(start)
+    except Exception as exc:
+        if raise_failures:
+            raise
+        return f"on_start raised {type(exc).__name__}: {exc}"
+    return ""
 
 
 def _land(planned: Planned, *, over_masks: bool = False) -> Generator[SessionStep, Any, _Landing]:

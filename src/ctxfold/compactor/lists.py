@@ -20,6 +20,7 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.events import Event, NewEvent
 from ctxfold.messages import Message
 from ctxfold.pipeline.pipeline import Pipeline
+from ctxfold.pipeline.strategy import Strategy
 from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session.projection import Projection
 from ctxfold.session.snapshot import Snapshot
@@ -46,17 +47,19 @@ def compact_messages(
     messages: Sequence[Message],
     budget: Budget,
     *,
-    pipeline: Pipeline | None = None,
+    pipeline: Pipeline | Sequence[Strategy] | None = None,
     summarizer: Summarizer | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | str | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     redact: Callable[[str], str] | None = None,
-    target: int | None = None,
+    target: float | None = None,
 ) -> Compacted:
-    """Compact a plain list toward `budget`'s target (or `target` tokens) and return the new list.
+    """Compact a plain list toward `budget`'s target (or `target`) and return the new list.
 
     Nothing is kept anywhere, and the result is exactly what a session would project. Under the
-    target the list comes back unchanged (`under-target-no-op`).
+    target the list comes back unchanged (`under-target-no-op`). `target` is read as
+    `Budget.target` is: a number in (0, 1] is a fraction of the budget's window, a larger one a
+    count of tokens (see `Compactor.compact`).
 
     >>> from ctxfold import Budget, Message
     >>> out = compact_messages([Message("system", "Be brief."), Message("user", "hi")],
@@ -76,12 +79,12 @@ async def acompact_messages(
     messages: Sequence[Message],
     budget: Budget,
     *,
-    pipeline: Pipeline | None = None,
+    pipeline: Pipeline | Sequence[Strategy] | None = None,
     summarizer: Summarizer | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | str | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     redact: Callable[[str], str] | None = None,
-    target: int | None = None,
+    target: float | None = None,
 ) -> Compacted:
     """`compact_messages` for async summarizers."""
     started = time.perf_counter()
@@ -95,12 +98,12 @@ async def acompact_messages(
 def _prepare(
     messages: Sequence[Message],
     budget: Budget,
-    pipeline: Pipeline | None,
+    pipeline: Pipeline | Sequence[Strategy] | None,
     summarizer: Summarizer | None,
-    counter: TokenCounter | None,
+    counter: TokenCounter | str | None,
     tools: Sequence[Mapping[str, Any]] | None,
     redact: Callable[[str], str] | None,
-    target: int | None,
+    target: float | None,
 ) -> tuple[Snapshot, RunSettings, Edge]:
     if isinstance(messages, (str, bytes, Mapping)):
         raise InvalidInputError(
@@ -126,7 +129,7 @@ def _prepare(
     snapshot = Snapshot.of_messages(
         messages, compactor.counter, tools_tokens=edge.tools_tokens, session_id=LIST_SESSION
     )
-    return snapshot, compactor._settings("manual", target), edge
+    return snapshot, compactor._settings("manual", compactor._target(target)), edge
 
 
 def _fold(snapshot: Snapshot, planned: Planned, started: float) -> Compacted:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from ctxfold.events import Event
@@ -143,6 +143,13 @@ class CompactionReport:
         out["summaries"] = list(self.summaries)
         out["notes"] = list(self.notes)
         return out
+
+    def with_listener_error(self, listener: str, exc: BaseException) -> CompactionReport:
+        """This report with what the `listener` ("on_start", "on_trim", "on_report") raised
+        added to `error`, after any error it holds: in the automatic trigger a listener that
+        raises is reported, never raised (`run-reported`, `trim-reported`)."""
+        said = f"{listener} raised {type(exc).__name__}: {exc}"
+        return replace(self, error=said if self.error is None else f"{self.error}; {said}")
 
     def describe(self) -> str:
         """One line for logs."""

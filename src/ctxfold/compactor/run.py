@@ -85,6 +85,8 @@ class Planned:
     failed: bool
     changes: tuple[Applied, ...] = ()
     """For each of `edits`, what it took out of the view and put in."""
+    listener_error: str | None = None
+    """What an `on_start` listener raised, in the automatic trigger: reported, never raised."""
 
     def trims(self, stored: Sequence[Event]) -> tuple[Trim, ...]:
         """What each edit, stored as `stored` (one event per edit, in order), took out."""
@@ -133,6 +135,8 @@ class Planned:
         tokens_after = self.tokens_after if landed else self.tokens_before
         if error is None and accounts.errors:
             error = accounts.errors[0]
+        if self.listener_error:
+            error = self.listener_error if error is None else f"{error}; {self.listener_error}"
         return CompactionReport(
             session_id=self.session_id,
             reason=self.reason,

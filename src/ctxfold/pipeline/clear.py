@@ -25,7 +25,7 @@ class ClearToolResults:
 
     - `keep_steps`: the newest steps left alone (default: the budget's `keep_steps`); at least
       1, since the newest results are what the agent is reading now (`keep_steps=0` is a
-      `ConfigurationError`, and a budget's 0 counts as 1 here).
+      `ConfigurationError` here, and a `BudgetError` in a `Budget`).
     - `min_tokens`: results shorter than this (in tokens) stay (default 100), since a placeholder
       saves little on them and short results often carry the answer.
     - `keep_tail`: leave the verbatim recent tail (`keep_recent_tokens`) alone (default True).
@@ -39,8 +39,7 @@ class ClearToolResults:
         self, keep_steps: int | None = None, min_tokens: int = 100, *, keep_tail: bool = True
     ) -> None:
         check_keep_steps(keep_steps, "cleared")
-        if min_tokens < 0:
-            raise ConfigurationError(f"min_tokens must be >= 0, not {min_tokens}")
+        check_whole("min_tokens", min_tokens, minimum=0, unit="tokens")
         self.keep_steps = keep_steps
         self.min_tokens = min_tokens
         self.keep_tail = keep_tail
@@ -56,13 +55,26 @@ class ClearToolResults:
         return shrink_results(view, self.keep_steps, self.keep_tail, cleared)
 
 
-def check_keep_steps(keep_steps: int | None, done: str) -> None:
-    """Refuse a `keep_steps` under 1 for a rung whose results are `done` ("cleared", "cut")."""
-    if keep_steps is not None and keep_steps < 1:
-        raise ConfigurationError(
-            f"keep_steps must be at least 1, not {keep_steps}: the newest step's results are "
-            f"what the agent is reading now, and are never {done}"
-        )
+def check_keep_steps(keep_steps: object, done: str) -> None:
+    """Refuse a `keep_steps` that is not None or a whole number of at least 1, for a rung by
+    which the newest step would be `done` ("cleared", "cut", "summarized", "dropped")."""
+    if keep_steps is None or (
+        isinstance(keep_steps, int) and not isinstance(keep_steps, bool) and keep_steps >= 1
+    ):
+        return
+    raise ConfigurationError(
+        f"keep_steps must be a whole number of steps >= 1, or None for the budget's, not "
+        f"{keep_steps!r}: the newest step is what the agent is reading now, and is never {done}"
+    )
+
+
+def check_whole(name: str, value: object, *, minimum: int, unit: str) -> None:
+    """Refuse a strategy setting that is not a whole number of `unit` of at least `minimum`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+        return
+    raise ConfigurationError(
+        f"{name} must be a whole number of {unit} >= {minimum:,}, not {value!r}"
+    )
 
 
 def shrink_results(

@@ -9,8 +9,8 @@ and stops as soon as the view fits.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Generator, Sequence
-from typing import Any
+from collections.abc import Generator, Iterable, Mapping
+from typing import Any, TypeGuard
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.pipeline.accounting import Accounts, StrategyEffect
@@ -30,18 +30,34 @@ Plan = Generator[SummaryCall, "SummaryResult | None", Accounts]
 class Pipeline:
     """Strategies in order, cheapest first; stops as soon as the view fits.
 
+    `strategies`: the rungs in order (a list, a tuple, any iterable); a single strategy is a
+    ladder of one rung.
+
     >>> reference = Pipeline([ClearToolResults(), SlidingWindow(), Summarize()])
     >>> [s.name for s in reference.strategies]
     ['clear_tool_results', 'sliding_window', 'summarize']
+    >>> [s.name for s in Pipeline(ClearToolResults()).strategies]
+    ['clear_tool_results']
     """
 
-    def __init__(self, strategies: Sequence[Strategy]) -> None:
-        for strategy in strategies:
-            if not callable(getattr(strategy, "run", None)) or not getattr(strategy, "name", ""):
+    def __init__(self, strategies: Iterable[Strategy] | Strategy) -> None:
+        if _is_strategy(strategies):
+            rungs: tuple[object, ...] = (strategies,)
+        elif isinstance(strategies, Iterable) and not isinstance(strategies, (str, bytes, Mapping)):
+            rungs = tuple(strategies)
+        else:
+            raise ConfigurationError(
+                f"Pipeline takes a list of strategies, such as [ClearToolResults(), "
+                f"Summarize()], not {strategies!r}; Pipeline.default() is the default ladder"
+            )
+        checked: list[Strategy] = []
+        for strategy in rungs:
+            if not _is_strategy(strategy):
                 raise ConfigurationError(
                     f"{strategy!r} is not a Strategy: it needs a name and run(view)"
                 )
-        self.strategies = tuple(strategies)
+            checked.append(strategy)
+        self.strategies = tuple(checked)
 
     @classmethod
     def default(cls, summarizer: Summarizer | None = None) -> Pipeline:
@@ -80,6 +96,10 @@ class Pipeline:
                     StrategyEffect(strategy.name, before, view.total, len(view.edits) - edits)
                 )
         return accounts
+
+
+def _is_strategy(value: object) -> TypeGuard[Strategy]:
+    return callable(getattr(value, "run", None)) and bool(getattr(value, "name", ""))
 
 
 def _run(

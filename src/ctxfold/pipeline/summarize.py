@@ -26,6 +26,7 @@ from typing import Any
 
 from ctxfold.errors import ConfigurationError
 from ctxfold.messages.structure import Unit
+from ctxfold.pipeline.clear import check_keep_steps, check_whole
 from ctxfold.pipeline.proposals import Proposal, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.summaries import (
@@ -40,7 +41,7 @@ from ctxfold.pipeline.summaries import (
 )
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.protocols import Summarizer
-from ctxfold.summarizers.base import is_echo
+from ctxfold.summarizers.base import as_summarizer, is_echo
 from ctxfold.summarizers.request import SummaryResult, Tier
 
 __all__ = [
@@ -62,7 +63,8 @@ class Summarize:
     """Replace old stretches with summaries until the view fits.
 
     - `summarizer`: any summarizer (sync or async callable); None uses the compactor's.
-    - `keep_steps`: the newest steps never summarized (default: the budget's `keep_steps`).
+    - `keep_steps`: the newest steps never summarized (default: the budget's `keep_steps`); at
+      least 1, since the newest step is what the agent is working on.
     - `summary_tokens`: the most a summary may take, in tokens (default 1,024); smaller windows
       get proportionally less (an eighth of the target, never under 128).
     - `max_stretch_tokens`: the most history one request carries, in tokens (default 64,000);
@@ -92,12 +94,28 @@ class Summarize:
         ledger_share: float = LEDGER_SHARE,
         keep_tail: bool = True,
     ) -> None:
-        if not 0 <= ledger_share < 1:
-            raise ConfigurationError(f"ledger_share must be in [0, 1), not {ledger_share!r}")
-        if summary_tokens < 16:
-            raise ConfigurationError(f"summary_tokens must be at least 16, not {summary_tokens}")
+        if summarizer is not None:
+            as_summarizer(summarizer)  # refuses what cannot be called with a request
+        check_keep_steps(keep_steps, "summarized")
+        if (
+            not isinstance(ledger_share, (int, float))
+            or isinstance(ledger_share, bool)
+            or not 0 <= ledger_share < 1
+        ):
+            raise ConfigurationError(
+                f"ledger_share must be a share of the target in [0, 1), not {ledger_share!r}"
+            )
+        check_whole("summary_tokens", summary_tokens, minimum=16, unit="tokens")
+        check_whole("max_stretch_tokens", max_stretch_tokens, minimum=17, unit="tokens")
         if max_stretch_tokens <= summary_tokens:
-            raise ConfigurationError("max_stretch_tokens must exceed summary_tokens")
+            raise ConfigurationError(
+                f"max_stretch_tokens ({max_stretch_tokens:,}) must exceed summary_tokens "
+                f"({summary_tokens:,})"
+            )
+        if redact is not None and not callable(redact):
+            raise ConfigurationError(
+                f"redact must be a function(text) -> text, or None, not {redact!r}"
+            )
         self.summarizer = summarizer
         self.keep_steps = keep_steps
         self.summary_tokens = summary_tokens

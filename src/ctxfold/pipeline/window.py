@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from ctxfold.errors import ConfigurationError
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
+from ctxfold.pipeline.clear import check_keep_steps
 from ctxfold.pipeline.ledgers import holds_any_ledger, ledger_data, stretch_ledger
 from ctxfold.pipeline.notes import Note, note_for
 from ctxfold.pipeline.proposals import Proposal, Replace
@@ -38,14 +38,14 @@ from ctxfold.summarizers.quoting import code_span
 class SlidingWindow:
     """Drop whole turns, then whole steps, oldest first, until the view fits.
 
-    - `keep_steps`: the newest steps never dropped (default: the budget's `keep_steps`).
+    - `keep_steps`: the newest steps never dropped (default: the budget's `keep_steps`); at
+      least 1, since the newest step always stays (`window-drops-oldest-whole`).
     """
 
     name = "sliding_window"
 
     def __init__(self, keep_steps: int | None = None) -> None:
-        if keep_steps is not None and keep_steps < 0:
-            raise ConfigurationError(f"keep_steps must be >= 0, not {keep_steps}")
+        check_keep_steps(keep_steps, "dropped")
         self.keep_steps = keep_steps
 
     def run(self, view: WorkingView) -> Flow:

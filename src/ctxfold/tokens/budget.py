@@ -11,10 +11,12 @@ Three numbers, all in tokens:
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
-from ctxfold.errors import BudgetError
+from ctxfold.errors import BudgetError, ConfigurationError
 from ctxfold.tokens.catalog import lookup
 
 RESERVE_CAP = 20_000
@@ -51,7 +53,8 @@ class Budget:
     ``window - reserve`` tokens instead."""
     target: float = 0.4
     """Where compaction stops: a fraction of the window when <= 1 (default 0.4), else a token
-    count. Must be below the trigger point."""
+    count (see `target_in_tokens`, which `Compactor.compact(target=...)` reads the same way).
+    Must be below the trigger point."""
     keep_recent_tokens: int = 8_000
     """At least this many of the newest tokens stay verbatim (default 8,000 tokens), up to half
     the target: see `recent_tail_tokens`, which scales it down for small windows."""
@@ -59,7 +62,8 @@ class Budget:
     """At least this many of the newest messages stay verbatim too, whenever the target allows
     (default 0: the token tail alone)."""
     keep_steps: int = 1
-    """The newest this-many assistant steps are never compacted (default 1)."""
+    """The newest this-many assistant steps are never compacted (default 1, at least 1: the
+    newest step is what the agent is working on)."""
     min_messages: int = 6
     """A history with fewer messages than this is never compacted, and the verbatim recent tail
     keeps at least this many messages whenever the target allows (default 6 messages)."""
@@ -83,17 +87,19 @@ class Budget:
             _check_int("reserve", self.reserve, minimum=0, unit="tokens")
         _check_int("keep_recent_tokens", self.keep_recent_tokens, minimum=0, unit="tokens")
         _check_int("keep_count", self.keep_count, minimum=0, unit="messages")
-        _check_int("keep_steps", self.keep_steps, minimum=0, unit="steps")
+        if not _is_int(self.keep_steps) or self.keep_steps < 1:
+            # `window-drops-oldest-whole`, `clearing-keeps-recent-and-small`: the newest step is
+            # what the agent is reading now; no rung may take it, whatever the budget says.
+            raise BudgetError(
+                f"keep_steps must be a whole number of steps >= 1, not {self.keep_steps!r}: the "
+                "newest step is what the agent is working on, and is never compacted"
+            )
         if self.keep_user_tokens is not None:
             _check_int("keep_user_tokens", self.keep_user_tokens, minimum=0, unit="tokens")
         _check_int("min_messages", self.min_messages, minimum=0, unit="messages")
         if self.trigger is not None and (not _is_number(self.trigger) or not 0 < self.trigger <= 1):
             raise BudgetError(f"trigger must be a fraction in (0, 1], not {self.trigger!r}")
-        if not _is_number(self.target) or not self.target > 0:
-            raise BudgetError(
-                f"target must be a fraction of the window in (0, 1] or a token count above 1, "
-                f"not {self.target!r}"
-            )
+        target_in_tokens(self.target, self.window)  # refuses what is no target
         if self.trigger is not None and self.target <= 1 and self.target >= self.trigger:
             raise BudgetError(
                 f"target {self.target!r} must be below trigger {self.trigger!r} "
@@ -119,6 +125,18 @@ class Budget:
         >>> Budget.for_model("my-finetune", window=32_768, max_output=4_096).reserve_tokens
         4096
         """
+        if not isinstance(model, str) or not model.strip():
+            raise BudgetError(
+                f"Budget.for_model needs a model name such as 'gpt-4o', not {model!r}; "
+                "for a window of your own, use Budget(window=...)"
+            )
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = [name for name in overrides if name not in known]
+        if unknown:
+            raise ConfigurationError(
+                f"Budget.for_model got an unknown keyword {unknown[0]!r}; it takes the fields "
+                f"of Budget: {', '.join(known)}"
+            )
         info = lookup(model)
         if info is None:
             if "window" not in overrides:
@@ -187,13 +205,37 @@ class Budget:
     @property
     def target_tokens(self) -> int:
         """The size, in tokens, compaction brings the context down to."""
-        if self.target <= 1:
-            return round(self.window * self.target)
-        return int(self.target)
+        return target_in_tokens(self.target, self.window)
 
     def should_compact(self, estimate: int) -> bool:
         """True once the estimate has reached the trigger point."""
         return estimate >= self.trigger_tokens
+
+
+def target_in_tokens(target: object, window: int | None) -> int:
+    """A target in tokens, read as `Budget.target` is: a number in (0, 1] is a fraction of
+    `window`, a larger one a count of tokens. `Budget` and `Compactor.compact(target=...)` both
+    read it here, so ``0.5`` means half the window in either place.
+
+    Anything else (a bool, zero or less, NaN, infinity, a string) is a `BudgetError`, and so is a
+    fraction with no window to take it of (`window` None: a compactor without a budget).
+
+    >>> target_in_tokens(0.5, 128_000), target_in_tokens(1_500, 128_000)
+    (64000, 1500)
+    """
+    if not _is_number(target) or not math.isfinite(target) or not target > 0:
+        raise BudgetError(
+            "target must be a fraction of the window in (0, 1] or a token count above 1, "
+            f"not {target!r}"
+        )
+    if target > 1:
+        return int(target)
+    if window is None:
+        raise BudgetError(
+            f"target {target!r} is a fraction of the window, and there is no budget to take it "
+            "of; pass a token count above 1, or give the compactor a budget"
+        )
+    return round(window * target)
 
 
 def user_words_bound(target: int) -> int:
@@ -206,7 +248,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -7,7 +7,9 @@ catalog altogether.
 
 `lookup` accepts the names people actually pass: ``"gpt-4o"``, ``"openai/gpt-4o"``,
 ``"gpt-4o-2024-08-06"``, ``"anthropic/claude-3.7-sonnet:thinking"``, ``"claude-4-sonnet"``,
-``"us.anthropic.claude-sonnet-4-5-20250929-v1:0"``, ``"meta-llama/Llama-3.3-70B-Instruct"``.
+``"us.anthropic.claude-sonnet-4-5-20250929-v1:0"``, ``"meta-llama/Llama-3.3-70B-Instruct"``,
+and finds a variant's own entry before its family's: ``"gpt-5.1-chat"`` is ChatGPT's model with
+a 128,000-token window, not the API's ``gpt-5.1`` with 400,000.
 """
 
 from __future__ import annotations
@@ -79,10 +81,13 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("gpt-5-nano", 400_000, 128_000, _O200K, "openai"),
     ("gpt-5-codex", 400_000, 128_000, _O200K, "openai"),
     ("gpt-5-pro", 400_000, 272_000, _O200K, "openai"),
+    # ChatGPT's chat models ("-chat-latest", "-chat" at routers and Azure) have a smaller
+    # window than the API model of the same number.
     ("gpt-5-chat-latest", 128_000, 16_384, _O200K, "openai"),
     ("gpt-5.1", 400_000, 128_000, _O200K, "openai"),
     ("gpt-5.1-chat-latest", 128_000, 16_384, _O200K, "openai"),
     ("gpt-5.2", 400_000, 128_000, _O200K, "openai"),
+    ("gpt-5.2-chat-latest", 128_000, 16_384, _O200K, "openai"),
     # GPT-5.4 has a 1,050,000-token window; prompts over 272,000 tokens are billed at a higher
     # rate, which is the provider's business, not the window's.
     ("gpt-5.4", 1_050_000, 128_000, _O200K, "openai"),
@@ -90,6 +95,8 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("gpt-4-turbo", 128_000, 4_096, _CL100K, "openai"),
     ("gpt-4", 8_192, 8_192, _CL100K, "openai"),
     ("gpt-3.5-turbo", 16_385, 4_096, _CL100K, "openai"),
+    # A completions model, not a snapshot of gpt-3.5-turbo: its window is the old 4,096.
+    ("gpt-3.5-turbo-instruct", 4_096, 4_096, _CL100K, "openai"),
     ("claude-3-haiku", 200_000, 4_096, _O200K, "anthropic"),
     ("claude-3-opus", 200_000, 4_096, _O200K, "anthropic"),
     ("claude-3-5-haiku", 200_000, 8_192, _O200K, "anthropic"),
@@ -147,7 +154,11 @@ _KNOWN: list[tuple[str, int, int | None, str, str]] = [
     ("mistral-large", 131_072, None, _O200K, "mistral"),
     ("mistral-medium", 131_072, None, _O200K, "mistral"),
     ("mistral-small", 131_072, None, _O200K, "mistral"),
+    # Codestral 25.01 and later take 256,000 tokens; the first release (24.05, the open-weight
+    # Codestral-22B) took 32,768.
     ("codestral", 256_000, None, _O200K, "mistral"),
+    ("codestral-2405", 32_768, None, _O200K, "mistral"),
+    ("codestral-22b", 32_768, None, _O200K, "mistral"),
 ]
 
 # Spellings some routers use for the same models (dots where Anthropic writes dashes).
@@ -159,6 +170,10 @@ _ALIASES: dict[str, str] = {
     "claude-sonnet-4.5": "claude-sonnet-4-5",
     "claude-haiku-4.5": "claude-haiku-4-5",
     "claude-opus-4.5": "claude-opus-4-5",
+    # Routers and Azure name ChatGPT's models without "-latest".
+    "gpt-5-chat": "gpt-5-chat-latest",
+    "gpt-5.1-chat": "gpt-5.1-chat-latest",
+    "gpt-5.2-chat": "gpt-5.2-chat-latest",
 }
 
 MODELS: dict[str, ModelInfo] = {
@@ -170,6 +185,11 @@ MODELS.update({alias: MODELS[name] for alias, name in _ALIASES.items()})
 
 # A snapshot or variant suffix starts at one of these: gpt-4o-2024-08-06, model@version, qwen3:32b.
 _SUFFIX_SEPARATORS = "-@:"
+
+# Words that make an OpenAI name another model, with limits of its own, rather than a snapshot
+# of the model it starts with: ChatGPT's "-chat" models, the completions model "-instruct".
+_OWN_VARIANTS = frozenset({"chat", "instruct"})
+_WORDS = re.compile(r"[a-z]+")
 
 
 def register(info: ModelInfo, aliases: Iterable[str] = ()) -> None:
@@ -190,11 +210,20 @@ def lookup(name: str) -> ModelInfo | None:
     "meta-llama/...", a cloud's "us.anthropic."), with a Claude version written first
     ("claude-4-5-sonnet" for "claude-sonnet-4-5"), then the longest catalog name that the model
     name starts with, followed by a separator: a dated snapshot such as ``gpt-4o-2024-08-06`` is
-    found as ``gpt-4o``.
+    found as ``gpt-4o``. The longest name is the closest family, so a variant with an entry of
+    its own is found as that entry (``gpt-5.1-chat-2025-11-13`` as ``gpt-5.1-chat``, not as
+    ``gpt-5.1``). An OpenAI variant named "chat" or "instruct" is another model, with limits of
+    its own: it never falls back to the model it starts with, and is unknown when the catalog
+    has no entry for it (``gpt-5.4-chat-latest`` is not ``gpt-5.4``, whose window is eight times
+    larger).
 
     >>> lookup("claude-4-sonnet").name, lookup("deepseek-v4-pro-0813").window
     ('claude-sonnet-4', 1000000)
+    >>> lookup("openai/gpt-5.1-chat").window, lookup("gpt-5.4-chat-latest") is None
+    (128000, True)
     """
+    if not isinstance(name, str):
+        raise InvalidInputError(f"a model name is a string such as 'gpt-4o', not {name!r}")
     key = name.strip().lower()
     if key in MODELS:
         return MODELS[key]
@@ -209,8 +238,16 @@ def lookup(name: str) -> ModelInfo | None:
             return MODELS[candidate]
         for end in range(len(candidate) - 1, 0, -1):
             if candidate[end] in _SUFFIX_SEPARATORS and candidate[:end] in MODELS:
-                return MODELS[candidate[:end]]
+                info = MODELS[candidate[:end]]
+                if not _another_variant(info, candidate[end:]):
+                    return info
     return None
+
+
+def _another_variant(family: ModelInfo, rest: str) -> bool:
+    """Whether `rest`, what a name adds to the catalog's `family`, names a variant that is a model
+    of its own (see `lookup`) rather than a snapshot of `family`."""
+    return family.provider == "openai" and not _OWN_VARIANTS.isdisjoint(_WORDS.findall(rest))
 
 
 # Bedrock and Vertex spell a model "us.anthropic.claude-..." or "anthropic.claude-...".

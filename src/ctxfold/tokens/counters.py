@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ctxfold.errors import InvalidInputError, MissingDependencyError
+from ctxfold.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from ctxfold.protocols import TokenCounter
 from ctxfold.tokens.catalog import lookup
 from ctxfold.tokens.exact import ENCODINGS, TiktokenCounter
@@ -63,6 +63,11 @@ def counter(spec: str = "auto") -> TokenCounter:
     >>> counter("gpt-4o").name
     'o200k_base'
     """
+    if not isinstance(spec, str):
+        raise ConfigurationError(
+            f"counter() takes a name: 'auto', 'heuristic', an encoding or a model name, not "
+            f"{spec!r}; a counter object is passed as it is, without counter()"
+        )
     key = spec.strip()
     if not key:
         raise InvalidInputError(
