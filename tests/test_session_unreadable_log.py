@@ -3,6 +3,8 @@
 An event written past the session's checks (a raw `store.append`, another program) is named at
 every read, never skipped; an append made meanwhile lands once and says so; and the session's own
 `record_usage` / `record_overflow` refuse a report the fold could not read before writing it.
+Arguments of the wrong kind (what AsyncSession wraps, a counter) are refused at once, and break
+nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import ConfigurationError, InvalidInputError
 from ctxfold.events import NewEvent, Usage
 from ctxfold.messages import Message
 from ctxfold.session import AsyncSession, Session
@@ -134,3 +136,21 @@ def test_async_session_of_an_async_session_says_it_is_one_already() -> None:
     once = AsyncSession(MemoryStore().session("a"))
     with pytest.raises(InvalidInputError, match="it is one already"):
         AsyncSession(once)  # type: ignore[arg-type]
+
+
+def test_a_counter_is_an_object_or_a_name_and_a_wrong_one_breaks_nothing() -> None:
+    """`store.session(id, counter=...)` and `estimate(counter)` take a counter or a name that
+    `ctxfold.tokens.counter` reads; anything else is refused at once and the session keeps
+    counting with what it had."""
+    store = MemoryStore()
+    session = store.session("a", counter="heuristic")
+    session.append([Message("system", "S"), Message("user", "hello there")])
+    before = session.estimate()
+    assert session.tally().counter.name.startswith("heuristic")
+    with pytest.raises(ConfigurationError, match=r"counter must be a TokenCounter .* not 5"):
+        session.estimate(5)  # type: ignore[arg-type]
+    assert session.estimate() == before
+    by_name = session.tally("heuristic")
+    assert session.tally("heuristic") is by_name  # one counter per name: the tally is kept
+    with pytest.raises(ConfigurationError, match="counter must be a TokenCounter"):
+        store.session("b", counter=object())  # type: ignore[arg-type]

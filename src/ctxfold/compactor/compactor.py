@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import takewhile
-from typing import Any, cast
+from typing import Any
 
 from ctxfold.compactor.background import Background, BackgroundRuns, tend
 from ctxfold.compactor.drivers import Edge, run_async, run_sync
@@ -31,8 +31,8 @@ from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.base import as_summarizer
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
 from ctxfold.tokens import Budget
-from ctxfold.tokens import counter as make_counter
 from ctxfold.tokens.budget import target_in_tokens
+from ctxfold.tokens.counters import as_counter
 from ctxfold.tokens.tally import Tally, TextCounts
 
 log = logging.getLogger("ctxfold.compactor")
@@ -136,7 +136,7 @@ class Compactor:
                 raise ConfigurationError(
                     f"{name} must be a function {signature}, or None, not {listener!r}"
                 )
-        self.counter = _counter_of(counter)
+        self.counter = as_counter("auto" if counter is None else counter, "counter")
         self._text_counts = TextCounts(self.counter)
         self.summarizer: Summarizer = (
             summarizer if summarizer is not None else ExtractiveSummarizer(count=self._text_counts)
@@ -477,23 +477,6 @@ class Compactor:
                     report.describe(),
                 )
         return report
-
-
-def _counter_of(counter: object) -> TokenCounter:
-    """The compactor's counter: `counter` itself, or what `ctxfold.tokens.counter` makes of a
-    name (None: "auto")."""
-    if counter is None:
-        return make_counter("auto")
-    if isinstance(counter, str):
-        return make_counter(counter)
-    if all(
-        callable(getattr(counter, m, None)) for m in ("count_text", "count_message", "count_tools")
-    ):
-        return cast(TokenCounter, counter)
-    raise ConfigurationError(
-        f"counter must be a TokenCounter (count_text, count_message, count_tools) or a name "
-        f"for ctxfold.tokens.counter such as 'cl100k_base' or 'gpt-4o', not {counter!r}"
-    )
 
 
 def _tools_of(tools: object) -> list[Mapping[str, Any]]:

@@ -50,6 +50,7 @@ from ctxfold.session.recall.tool import call_recall
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.storage.base import StoreBase, register_session_type
 from ctxfold.storage.checks import EncodedEvent
+from ctxfold.tokens.counters import as_counter
 from ctxfold.tokens.counters import counter as make_counter
 from ctxfold.tokens.tally import Tally
 
@@ -78,7 +79,7 @@ class Session:
         store: StoreBase,
         session_id: str,
         *,
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | str | None = None,
         checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
@@ -95,7 +96,8 @@ class Session:
         self.store = store
         self.id = session_id
         self.checkpoint_every = checkpoint_every
-        self._counter = counter
+        self._by_name: dict[str, TokenCounter] = {}
+        self._counter = None if counter is None else self._named(counter)
         self._state = Fold()
         self._started = False
         self._mark: int | None = None
@@ -469,21 +471,23 @@ class Session:
             self.refresh()
             return self._state.overflows
 
-    def estimate(self, counter: TokenCounter | None = None) -> int:
+    def estimate(self, counter: TokenCounter | str | None = None) -> int:
         """Tokens of the current projection: the last provider usage report plus a count of what
         came after, else the counter's count. O(1) after the first call, per appended message."""
         with self._lock:
             self.refresh()
             return self._tally_for(counter).estimate
 
-    def tally(self, counter: TokenCounter | None = None, *, fresh: bool = True) -> Tally:
+    def tally(self, counter: TokenCounter | str | None = None, *, fresh: bool = True) -> Tally:
         """The token tally of the projection (`fresh` as in `items`)."""
         with self._lock:
             if fresh:
                 self.refresh()
             return self._tally_for(counter)
 
-    def snapshot(self, counter: TokenCounter | None = None, *, tools_tokens: int = 0) -> Snapshot:
+    def snapshot(
+        self, counter: TokenCounter | str | None = None, *, tools_tokens: int = 0
+    ) -> Snapshot:
         """The projection as of now, with each item's tokens: what a compaction run reads.
 
         `tools_tokens` are the tool schemas' tokens sent with every request
@@ -569,8 +573,18 @@ class Session:
         only what comes next. See `StoreBase.subscribe`."""
         return self.store.subscribe(self.id, after, idle_timeout=idle_timeout, stop=stop)
 
-    def _tally_for(self, counter: TokenCounter | None) -> Tally:
-        wanted = counter or self._counter
+    def _named(self, counter: TokenCounter | str) -> TokenCounter:
+        # A wrong counter argument is refused here, before it can replace a working one. A name
+        # gives the same counter at every call, so that the tally it counted is kept.
+        if not isinstance(counter, str):
+            return as_counter(counter, "counter")
+        made = self._by_name.get(counter)
+        if made is None:
+            made = self._by_name[counter] = as_counter(counter, "counter")
+        return made
+
+    def _tally_for(self, counter: TokenCounter | str | None) -> Tally:
+        wanted = self._counter if counter is None else self._named(counter)
         tally = self._state.tally
         if tally is not None and (wanted is None or tally.counter is wanted):
             return tally

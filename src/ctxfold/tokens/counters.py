@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from ctxfold.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from ctxfold.protocols import TokenCounter
@@ -87,3 +88,25 @@ def counter(spec: str = "auto") -> TokenCounter:
     except MissingDependencyError as exc:
         logger.info("counting tokens for %r with the character heuristic: %s", key, exc)
         return HeuristicCounter()
+
+
+def as_counter(value: object, what: str) -> TokenCounter:
+    """The counter `value` stands for, where an argument `what` takes one: a `TokenCounter`
+    as it is, or a name that `counter` reads ("auto", "cl100k_base", "gpt-4o", ...).
+
+    Anything else is a `ConfigurationError` now, rather than an AttributeError at the first
+    count, long after the wrong argument was given.
+
+    >>> as_counter("cl100k_base", "counter").name
+    'cl100k_base'
+    """
+    if isinstance(value, str):
+        return counter(value)
+    if all(
+        callable(getattr(value, m, None)) for m in ("count_text", "count_message", "count_tools")
+    ):
+        return cast(TokenCounter, value)
+    raise ConfigurationError(
+        f"{what} must be a TokenCounter (count_text, count_message, count_tools) or a name for "
+        f"ctxfold.tokens.counter such as 'cl100k_base' or 'gpt-4o', not {value!r:.80}"
+    )
