@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import ConfigurationError, InvalidInputError
-from ctxfold.events import NewEvent, Usage
+from ctxfold.errors import ConfigurationError, InvalidHistoryError, InvalidInputError
+from ctxfold.events import Compaction, NewEvent, Usage
 from ctxfold.messages import Message
 from ctxfold.session import AsyncSession, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
@@ -154,3 +154,14 @@ def test_a_counter_is_an_object_or_a_name_and_a_wrong_one_breaks_nothing() -> No
     assert session.tally("heuristic") is by_name  # one counter per name: the tally is kept
     with pytest.raises(ConfigurationError, match="counter must be a TokenCounter"):
         store.session("b", counter=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("content", [None, "", "   "])
+def test_a_compaction_that_puts_no_text_in_place_is_refused(content: str | None) -> None:
+    """A compaction event made by hand whose message has no text (which a provider refuses) is
+    refused when it is appended, and nothing is written."""
+    session = started(MemoryStore())
+    session.append([Message("assistant", "A"), Message("user", "U2")])
+    with pytest.raises(InvalidHistoryError, match="a message with text in place"):
+        session.append(NewEvent.of(Compaction(2, 3, Message("user", content))))
+    assert session.last_seq == 4

@@ -225,6 +225,13 @@ class Projection:
                 raise InvalidHistoryError(
                     "a compaction must put a plain message in place, not a tool call or result"
                 )
+            if not replacement.content or not replacement.content.strip():
+                # A message with no text is refused by providers: the view would stop being
+                # valid from this edit on.
+                raise InvalidHistoryError(
+                    "a compaction must put a message with text in place (its summary or note), "
+                    f"not one whose content is {replacement.content!r}"
+                )
             what = f"compaction of items {compaction.first}..{compaction.last}"
             self._refuse_pinned(range(start, end + 1), what)
         elif event.type == MASK:
