@@ -134,7 +134,7 @@ def test_a_missing_relative_sqlite_path_is_named_with_where_it_was_looked_for(
 def test_the_schema_parameter_is_taken_out_and_the_rest_kept_as_libpq_reads_it() -> None:
     """``schema`` is ctxfold's; every other parameter goes to the server with its spaces and plus
     signs percent-encoded, the only spelling libpq reads back as they were."""
-    from ctxfold.storage.url import split_schema
+    from ctxfold.storage.postgres import split_schema
 
     url = (
         "postgresql://u@db:5432/app?options=-c%20search_path%3Da%2Bb&schema=agents&sslmode=require"

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import (
     ConflictError,
@@ -37,7 +38,6 @@ from ctxfold.storage.base import PriorAppend, StoreBase
 from ctxfold.storage.checks import EncodedBatch, check_session_id, decode_event, redacted
 from ctxfold.storage.postgres_schema import Statements, migrate
 from ctxfold.storage.search import SearchHit, SearchQuery, index_words, stored_text
-from ctxfold.storage.url import split_schema
 from ctxfold.storage.watch import Watch
 
 MAX_NAME_BYTES = 63
@@ -446,3 +446,23 @@ def _timeout_in(psycopg: Any, url: str) -> float:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """A PostgreSQL URL without its ``schema`` query parameter, and that schema (None without
+    one). The other parameters go on to the server as given, spaces included: libpq reads
+    ``%20`` as a space but ``+`` as a plus sign, so ``options=-c%20statement_timeout%3D5000``
+    must not come out as ``-c+statement_timeout=5000``.
+
+    >>> split_schema("postgresql://db/app?schema=agents&options=-c%20statement_timeout%3D5000")
+    ('postgresql://db/app?options=-c%20statement_timeout%3D5000', 'agents')
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in query if key == "schema"]
+    if len(schemas) > 1 or (schemas and not schemas[0]):
+        raise InvalidInputError(
+            f"{redacted(url)!r}: give the schema query parameter once, with a name"
+        )
+    kept = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=kept)), schemas[0] if schemas else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.storage.base import StoreBase
@@ -80,25 +79,4 @@ def _sqlite_path(url: str, rest: str) -> str:
 def _open_postgres(url: str) -> StoreBase:
     from ctxfold.storage.postgres import PostgresStore
 
-    server_url, schema = split_schema(url)
-    return PostgresStore(server_url, schema=schema)
-
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """A PostgreSQL URL without its ``schema`` query parameter, and that schema (None without
-    one). The other parameters go on to the server as given, spaces included: libpq reads
-    ``%20`` as a space but ``+`` as a plus sign, so ``options=-c%20statement_timeout%3D5000``
-    must not come out as ``-c+statement_timeout=5000``.
-
-    >>> split_schema("postgresql://db/app?schema=agents&options=-c%20statement_timeout%3D5000")
-    ('postgresql://db/app?options=-c%20statement_timeout%3D5000', 'agents')
-    """
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for key, value in query if key == "schema"]
-    if len(schemas) > 1 or (schemas and not schemas[0]):
-        raise InvalidInputError(
-            f"{redacted(url)!r}: give the schema query parameter once, with a name"
-        )
-    kept = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)
-    return urlunsplit(parts._replace(query=kept)), schemas[0] if schemas else None
+    return PostgresStore(url)  # which reads a schema query parameter
