@@ -173,8 +173,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_partial_file(tmp_path: Path) 
 
 
 def test_a_write_into_a_missing_folder_fails_without_leaving_files(tmp_path: Path) -> None:
-    """A write that cannot open its file raises and creates nothing."""
-    with pytest.raises(FileNotFoundError):
+    """A write that cannot open its file raises an InvalidInputError naming the missing folder,
+    and creates nothing."""
+    with pytest.raises(InvalidInputError, match=r"folder .*nope does not exist"):
         write_jsonl(tmp_path / "nope" / "t.jsonl", HISTORY)
     assert list(tmp_path.iterdir()) == []
 
@@ -189,7 +190,7 @@ def test_a_write_that_fails_at_the_rename_removes_its_temp_file(tmp_path: Path) 
     """If the finished file cannot take the target's place, the temp file is removed."""
     target = tmp_path / "taken"
     target.mkdir()
-    with pytest.raises(OSError):
+    with pytest.raises(InvalidInputError, match="taken: it is a folder"):
         write_jsonl(target, HISTORY)
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
     assert list(target.iterdir()) == []

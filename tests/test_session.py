@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -560,20 +561,38 @@ def test_the_events_an_append_returns_are_the_stored_ones_and_the_callers_own(
         assert again.data == stored[1].data
 
 
+def _forced(value: Any, **fields: object) -> Any:
+    """`value` with fields set past its constructor's checks (which refuse them), as code that
+    writes a frozen value's attributes directly could leave it."""
+    for key, field_value in fields.items():
+        object.__setattr__(value, key, field_value)
+    return value
+
+
 @pytest.mark.parametrize(
     ("bad", "says"),
     [
-        (Message("user", ["a", "list"]), "content must be a string or None, not list"),  # type: ignore[arg-type]
-        (Message("user", "hi", name=7), "name must be a string or None, not int"),  # type: ignore[arg-type]
-        (Message("assistant", None, (ToolCall("", "bash"),)), "non-empty string id"),
-        (Message("assistant", None, (ToolCall("c1", "bash", {"a": 1}),)), "string arguments"),  # type: ignore[arg-type]
+        (
+            _forced(Message("user", ""), content=["a", "list"]),
+            "content must be a string or None, not list",
+        ),
+        (_forced(Message("user", "hi"), name=7), "name must be a string or None, not int"),
+        (
+            Message("assistant", None, (_forced(ToolCall("c1", "bash"), id=""),)),
+            "non-empty string id",
+        ),
+        (
+            Message("assistant", None, (_forced(ToolCall("c1", "bash"), arguments={"a": 1}),)),
+            "string arguments",
+        ),
     ],
 )
 def test_a_message_a_read_would_refuse_is_refused_before_anything_is_written(
     bad: Message, says: str
 ) -> None:
-    """A message whose fields have types the log cannot give back (the constructor does not
-    check them) is refused by the append, naming the item, and nothing of the batch lands."""
+    """A message whose fields have types the log cannot give back (the constructor refuses them;
+    these were set past it) is refused by the append, naming the item, and nothing of the batch
+    lands."""
     session = MemoryStore().session("s")
     with pytest.raises(InvalidInputError, match=f"item 1 of the append: .*{says}"):
         session.append([Message("user", "first"), bad])

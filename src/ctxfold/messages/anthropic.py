@@ -13,6 +13,16 @@ only), and one written as an assistant message that would open the conversation 
 user message too. `anthropic_role` says which role a message is sent with, and the validator
 checks that role.
 
+Call ids are sent as the API takes them: a tool_use id (and the tool_use_id of its result) must
+match ``^[a-zA-Z0-9_-]+$``, so an id from another provider that does not (``functions.bash:0``)
+is sent as `anthropic_id` maps it: its other characters made ``_`` and a short hash of the
+original added, the same every time (prompt caches keep working) and for the call and its
+result alike. The messages themselves keep their ids. Tool names are sent as they are: the API
+takes any name of 1 to 200 characters in a history (the stricter pattern applies to tool
+definitions, which the application sends), and a new name would not match them. A call whose
+arguments are not a JSON object cannot be a tool_use `input`: `tool_use_input` refuses it, and
+`validate(messages, "anthropic")` reports it with the same words.
+
 What ctxfold does not interpret (thinking and redacted_thinking blocks, images, `cache_control`,
 `is_error`, the original blocks) is kept under `extra["anthropic"]` so that
 `to_anthropic(from_anthropic(msgs, system))` gives back `(system, msgs)`. Kept blocks are written
@@ -22,11 +32,14 @@ message is rebuilt from its fields, keeping thinking blocks first as the API exp
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._given import given_messages, given_rows
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
 from ctxfold.messages.frames import frame_kind
@@ -34,14 +47,19 @@ from ctxfold.messages.frames import frame_kind
 SystemPrompt = str | list[dict[str, Any]] | None
 _MESSAGE_KEYS = frozenset({"role", "content"})
 _TOOL_USE_KEYS = frozenset({"type", "id", "name", "input"})
+_SENDABLE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_IN_ID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def from_anthropic(
-    messages: Iterable[Mapping[str, Any]], system: str | Sequence[Mapping[str, Any]] | None = None
+    messages: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Message]:
-    """Read Messages API messages (and the `system` parameter) into `Message` values.
+    """Read Messages API messages (a list of dicts, or one dict) and the `system` parameter into
+    `Message` values.
 
-    Raises `InvalidInputError` naming the (0-based) message index and the bad value.
+    Raises `InvalidInputError` naming the (0-based) message index and the bad value, or naming
+    what it got when that is no list at all (None).
 
     >>> msgs = from_anthropic([
     ...     {"role": "user", "content": "list the files"},
@@ -53,10 +71,11 @@ def from_anthropic(
     >>> [(m.role, m.content) for m in msgs]
     [('system', 'be brief'), ('user', 'list the files'), ('assistant', None), ('tool', 'a.py')]
     """
+    rows = given_rows(messages, "from_anthropic")
     out: list[Message] = []
     if system is not None:
         out.append(system_from_anthropic(system))
-    for index, row in enumerate(messages):
+    for index, row in enumerate(rows):
         try:
             out.extend(messages_from_anthropic(row))
         except InvalidInputError as exc:
@@ -100,18 +119,21 @@ def messages_from_anthropic(row: Mapping[str, Any]) -> list[Message]:
     return out
 
 
-def to_anthropic(messages: Iterable[Message]) -> tuple[SystemPrompt, list[dict[str, Any]]]:
-    """Write `Message` values as `(system, messages)` for the Messages API.
+def to_anthropic(
+    messages: Iterable[Message] | Message,
+) -> tuple[SystemPrompt, list[dict[str, Any]]]:
+    """Write `Message` values (or one `Message`) as `(system, messages)` for the Messages API.
 
     Leading system messages become `system` (a string, or a list of blocks when they had blocks
     or are several). Tool results go into one user message, followed by any user text that came
-    right after them. ctxfold's own summaries and notes are sent with `anthropic_role`. Any other
-    system message after the conversation started cannot be expressed and raises
+    right after them. ctxfold's own summaries and notes are sent with `anthropic_role`, and call
+    ids with `anthropic_id`. Any other system message after the conversation started, and a call
+    whose arguments are not a JSON object (`tool_use_input`), cannot be expressed and raise
     `InvalidInputError`.
     """
     system_parts: list[Message] = []
     groups: list[list[Message]] = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(given_messages(messages, "to_anthropic")):
         role = anthropic_role(message, started=bool(groups))
         if role != message.role:
             message = message.replace(role=role)
@@ -158,6 +180,43 @@ def anthropic_role(message: Message, *, started: bool) -> Role:
     if message.role == "system" or (message.role == "assistant" and not started):
         return "user"
     return message.role
+
+
+def anthropic_id(call_id: str) -> str:
+    """The id a call (and its result) is sent with: `call_id` itself when the Messages API takes
+    it (``^[a-zA-Z0-9_-]+$``), else the same with every other character made ``_`` and the first
+    12 hex digits of its SHA-256 added, so that two ids never become one.
+
+    >>> anthropic_id("toolu_01A"), anthropic_id("functions.bash:0")
+    ('toolu_01A', 'functions_bash_0_8497fe9cce69')
+    """
+    if _SENDABLE_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{_NOT_IN_ID.sub('_', call_id)}_{digest}"
+
+
+def tool_use_input(call: ToolCall) -> dict[str, Any]:
+    """The `input` object `call` is sent with as a tool_use block: its arguments read as JSON
+    (blank arguments are ``{}``). Raises `InvalidInputError` naming the call when they are not
+    JSON, or not an object: the API takes only an object there.
+
+    >>> tool_use_input(ToolCall("c1", "ls", '{"path": "."}'))
+    {'path': '.'}
+    """
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"call {call.id!r} ({call.name}): arguments are not JSON ({exc.msg}), so they cannot "
+            f"be sent as a tool_use input: {show(call.arguments)}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"call {call.id!r} ({call.name}): arguments must be a JSON object to be a tool_use "
+            f"input, not {show(call.arguments)}"
+        )
+    return value
 
 
 def blocks_text(blocks: Sequence[Mapping[str, Any]]) -> str | None:
@@ -305,18 +364,19 @@ def _user_blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def _tool_result_block(message: Message) -> dict[str, Any]:
+    call_id = anthropic_id(message.tool_call_id or "")
     kept = _kept(message.extra).get("block")
     if isinstance(kept, Mapping):
         if kept.get("tool_use_id") == message.tool_call_id:
             inner = kept.get("content")
             text = blocks_text(inner) if isinstance(inner, list) else inner
             if text == message.content:
-                return dict(kept)
+                return {**kept, "tool_use_id": call_id}
         # Changed (for example masked): keep flags such as is_error, write the new text.
         block = {k: v for k, v in kept.items() if k != "content"}
     else:
         block = {"type": "tool_result"}
-    block["tool_use_id"] = message.tool_call_id
+    block["tool_use_id"] = call_id
     if message.content is not None:
         block["content"] = message.content
     return block
@@ -328,7 +388,7 @@ def _assistant_content(message: Message) -> str | list[dict[str, Any]]:
         try:
             parsed = _assistant(kept)[0]
             if (parsed.content, parsed.tool_calls) == (message.content, message.tool_calls):
-                return kept
+                return _sendable_ids(kept)
         except InvalidInputError:
             pass
         # Thinking and other blocks ctxfold does not read stay, in front, as the API wants them.
@@ -343,20 +403,23 @@ def _assistant_content(message: Message) -> str | list[dict[str, Any]]:
     return blocks
 
 
+def _sendable_ids(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kept assistant blocks, with any tool_use id the API would refuse mapped (`anthropic_id`):
+    the list itself when there is none, as there is none in what the API sent."""
+    if all(b.get("type") != "tool_use" or _SENDABLE_ID.fullmatch(str(b.get("id"))) for b in blocks):
+        return blocks
+    return [
+        {**b, "id": anthropic_id(b["id"])} if b.get("type") == "tool_use" else b for b in blocks
+    ]
+
+
 def _tool_use_block(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.arguments) if call.arguments.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            f"call {call.id!r} ({call.name}): arguments are not JSON ({exc.msg}), so they cannot "
-            f"be sent as a tool_use input: {show(call.arguments)}"
-        ) from exc
-    if not isinstance(value, dict):
-        raise InvalidInputError(
-            f"call {call.id!r} ({call.name}): arguments must be a JSON object to be a tool_use "
-            f"input, not {show(call.arguments)}"
-        )
-    block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name, "input": value}
+    block: dict[str, Any] = {
+        "type": "tool_use",
+        "id": anthropic_id(call.id),
+        "name": call.name,
+        "input": tool_use_input(call),
+    }
     for key, kept in (_kept(call.extra).get("fields") or {}).items():
         block.setdefault(key, kept)
     return block

@@ -6,6 +6,10 @@ make it Anthropic; anything else is read as OpenAI Chat Completions. A line that
 (not UTF-8, not JSON, NaN, a lone surrogate, a field of the wrong type) raises `InvalidInputError`
 with its line number. A tool result whose call is missing is not a read error here:
 `read_transcript` is where the validity rules apply.
+
+A path that cannot be read (missing, a folder, not readable), or written (its folder missing, a
+folder in its place, not writable), raises `InvalidInputError` naming it. A failure of the disk
+itself while writing (no space left) stays the `OSError` it is, naming the target.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Literal
 
 from ctxfold._files import write_text_atomic
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._given import given_messages
 from ctxfold.messages._json import loads_line
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message
@@ -60,8 +65,18 @@ def read_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> list[Message]:
 def parse_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> Parsed:
     """`read_jsonl`, also giving the format and the line each message came from."""
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as handle:
+        try:
+            handle = open(source, "rb")  # noqa: SIM115 (closed below; opening is what may fail)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            raise _path_error("read", source, exc) from exc
+        with handle:
             rows = list(_rows(_decoded(handle)))
+    elif (
+        source is None or isinstance(source, (bytes, bytearray)) or not isinstance(source, Iterable)
+    ):
+        raise InvalidInputError(
+            f"read_jsonl takes a path or an iterable of lines, not {show(source)}"
+        )
     else:
         rows = list(_rows(enumerate(source, start=1)))
     fmt = _detect(rows)
@@ -77,7 +92,7 @@ def parse_jsonl(source: str | os.PathLike[str] | Iterable[str]) -> Parsed:
     return Parsed(out, fmt, tuple(lines))
 
 
-def dumps_jsonl(messages: Iterable[Message], format: Format = "openai") -> str:
+def dumps_jsonl(messages: Iterable[Message] | Message, format: Format = "openai") -> str:
     """The JSONL text of `messages` in the given provider format, one message per line.
 
     An Anthropic file starts with a `{"system": ...}` line when there is a system prompt. A value
@@ -86,6 +101,7 @@ def dumps_jsonl(messages: Iterable[Message], format: Format = "openai") -> str:
     """
     if format not in FORMATS:
         raise InvalidInputError(f"unknown format {show(format)}; expected openai or anthropic")
+    messages = given_messages(messages, "dumps_jsonl")
     rows: list[Any]
     if format == "anthropic":
         system, converted = to_anthropic(messages)
@@ -96,15 +112,20 @@ def dumps_jsonl(messages: Iterable[Message], format: Format = "openai") -> str:
 
 
 def write_jsonl(
-    path: str | os.PathLike[str], messages: Iterable[Message], format: Format = "openai"
+    path: str | os.PathLike[str], messages: Iterable[Message] | Message, format: Format = "openai"
 ) -> None:
     """Write `messages` to `path` as JSONL in the given provider format, atomically.
 
     The lines go to a temporary file beside `path` that replaces it only once complete, so a
     failure (a message that cannot be expressed, a full disk) leaves no partial file behind. See
-    `dumps_jsonl` for the text.
+    `dumps_jsonl` for the text. A path that cannot be written (its folder missing, a folder in
+    its place) raises `InvalidInputError` naming it; a full disk, the `OSError` naming it.
     """
-    write_text_atomic(path, dumps_jsonl(messages, format))
+    text = dumps_jsonl(given_messages(messages, "write_jsonl"), format)
+    try:
+        write_text_atomic(path, text)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        raise _path_error("write", path, exc) from exc
 
 
 def detect_format(rows: Iterable[Mapping[str, Any]]) -> Format:
@@ -117,6 +138,22 @@ def detect_format(rows: Iterable[Mapping[str, Any]]) -> Format:
     'anthropic'
     """
     return _detect(list(enumerate(rows, start=1)))
+
+
+def _path_error(action: str, path: str | os.PathLike[str], exc: OSError) -> InvalidInputError:
+    """The error for a path that cannot be opened to `action` ("read" or "write"), in the words
+    the CLI uses for a path it checks itself."""
+    name = os.fspath(path)
+    if isinstance(exc, FileNotFoundError):
+        parent = os.path.dirname(name) or "."
+        why = f"folder {parent} does not exist" if action == "write" else "no such file"
+    elif isinstance(exc, IsADirectoryError):
+        why = "it is a folder"
+    elif isinstance(exc, NotADirectoryError):
+        why = "a part of its path is not a folder"
+    else:
+        why = "permission denied"
+    return InvalidInputError(f"cannot {action} {name}: {why}")
 
 
 def _decoded(handle: Iterable[bytes]) -> Iterator[tuple[int, str]]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._given import given_messages, given_rows
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
 
@@ -32,19 +33,19 @@ _CALL_KEYS = frozenset({"id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
-def from_openai(rows: Iterable[Mapping[str, Any]]) -> list[Message]:
-    """Read Chat Completions messages into `Message` values.
+def from_openai(rows: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> list[Message]:
+    """Read Chat Completions messages (a list of dicts, or one dict) into `Message` values.
 
     Raises `InvalidInputError` naming the (0-based) message index and the bad value: an unknown
     role, a tool message without `tool_call_id`, `tool_calls` that is not a list, arguments that
-    are not a string, and so on.
+    are not a string, and so on; and naming what it got when that is no list at all (None).
 
     >>> [m.role for m in from_openai([{"role": "developer", "content": "be brief"},
     ...                               {"role": "user", "content": "hi"}])]
     ['system', 'user']
     """
     out: list[Message] = []
-    for index, row in enumerate(rows):
+    for index, row in enumerate(given_rows(rows, "from_openai")):
         try:
             out.append(message_from_openai(row))
         except InvalidInputError as exc:
@@ -52,9 +53,12 @@ def from_openai(rows: Iterable[Mapping[str, Any]]) -> list[Message]:
     return out
 
 
-def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Write `Message` values as Chat Completions messages (the inverse of `from_openai`)."""
-    return [message_to_openai(m) for m in messages]
+def to_openai(messages: Iterable[Message] | Message) -> list[dict[str, Any]]:
+    """Write `Message` values as Chat Completions messages (the inverse of `from_openai`).
+
+    One `Message` is taken as a list of one; anything but messages raises `InvalidInputError`.
+    """
+    return [message_to_openai(m) for m in given_messages(messages, "to_openai")]
 
 
 def message_from_openai(row: Mapping[str, Any]) -> Message:

@@ -86,7 +86,9 @@ def read_transcript(
     try:
         parsed = parse_jsonl(source)
     except InvalidInputError as exc:
-        raise _located(f"{name}: {exc}", exc.line) from None
+        # A file that cannot be opened is named by the error already.
+        where = "" if isinstance(exc.__cause__, OSError) else f"{name}: "
+        raise _located(f"{where}{exc}", exc.line) from None
     if not parsed.messages:
         raise InvalidInputError(f"{name}: holds no messages; a history needs at least one")
     rules: Provider = provider or parsed.format

@@ -3,7 +3,10 @@
 `validate` returns `Problem`s. Those of severity "error" are what a provider rejects: a tool result
 that does not directly follow the assistant message that made its call, a call left without a
 result before the conversation moves on, a batch of parallel calls answered in two places, and
-for Anthropic a role order, a system message or a reused call id the Messages API cannot take.
+for Anthropic a role order, a system message, a reused call id or tool arguments that are not a
+JSON object, which the Messages API cannot take. What `to_anthropic` refuses, `validate(messages,
+"anthropic")` reports as an error, by the same rules (`anthropic_role`, `tool_use_input`); what
+`to_anthropic` rewrites (a call id the API would refuse, see `anthropic_id`) is no problem.
 Severity "info" marks what is legal but worth knowing: a call still pending at the end (the agent
 is waiting for it) and, for OpenAI, a call id used twice (paired by position, as
 `structure.answers` does).
@@ -16,13 +19,14 @@ deterministic and idempotent, and leaves a pending final call alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ctxfold.errors import InvalidInputError
+from ctxfold.messages._given import given_messages
 from ctxfold.messages._values import Message
-from ctxfold.messages.anthropic import anthropic_role
+from ctxfold.messages.anthropic import anthropic_role, tool_use_input
 from ctxfold.messages.structure import answers
 
 Provider = Literal["openai", "anthropic"]
@@ -40,7 +44,7 @@ class Problem:
     - `index`: the message it is about.
     - `code`: a short kebab-case name: "orphan-result", "missing-result", "pending-call",
       "duplicate-call-id", "split-batch", "misplaced-result", "role-order", "empty-message",
-      "system-not-first".
+      "system-not-first", "bad-arguments".
     - `message`: a sentence naming the call id or index.
     - `severity`: "error" (a provider would reject the history) or "info".
     """
@@ -54,8 +58,11 @@ class Problem:
         return f"message {self.index}: {self.code} ({self.severity}): {self.message}"
 
 
-def validate(messages: Sequence[Message], provider: Provider = "openai") -> list[Problem]:
-    """Every problem of `messages` for `provider`, ordered by message index.
+def validate(
+    messages: Sequence[Message] | Iterable[Message] | Message, provider: Provider = "openai"
+) -> list[Problem]:
+    """Every problem of `messages` (a list, or one `Message`) for `provider`, ordered by message
+    index.
 
     >>> from ctxfold.messages import Message, ToolCall
     >>> [p.code for p in validate([Message("user", "hi"),
@@ -64,15 +71,20 @@ def validate(messages: Sequence[Message], provider: Provider = "openai") -> list
     """
     if provider not in PROVIDERS:
         raise InvalidInputError(f"unknown provider {provider!r}; expected openai or anthropic")
-    problems = _pairing(messages) + _duplicates(messages, provider) + _content(messages, provider)
+    history = given_messages(messages, "validate")
+    problems = _pairing(history) + _duplicates(history, provider) + _content(history, provider)
     if provider == "anthropic":
-        problems += _anthropic_order(messages)
+        problems += _anthropic(history)
     return sorted(problems, key=lambda p: p.index)
 
 
-def is_valid(messages: Sequence[Message], provider: Provider = "openai") -> bool:
+def is_valid(
+    messages: Sequence[Message] | Iterable[Message] | Message, provider: Provider = "openai"
+) -> bool:
     """Whether `validate` finds no error (info problems such as a pending call are fine)."""
-    return not any(p.severity == "error" for p in validate(messages, provider))
+    return not any(
+        p.severity == "error" for p in validate(given_messages(messages, "is_valid"), provider)
+    )
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ class Repair:
     fixes: tuple[Fix, ...]
 
 
-def repair(messages: Sequence[Message]) -> list[Message]:
+def repair(messages: Sequence[Message] | Iterable[Message] | Message) -> list[Message]:
     """Drop tool results that answer no call and add a placeholder result for each call that was
     never answered and is followed by other messages. A pending final call is left alone.
 
@@ -112,10 +124,10 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     >>> [m.role for m in fixed], fixed[1].text
     (['assistant', 'tool', 'user'], "[no result: call 'call_1' (ls) was never answered]")
     """
-    return plan_repair(messages).messages
+    return plan_repair(given_messages(messages, "repair")).messages
 
 
-def plan_repair(messages: Sequence[Message]) -> Repair:
+def plan_repair(messages: Sequence[Message] | Iterable[Message] | Message) -> Repair:
     """`repair`, saying what it changed: one `Fix` per dropped or added result.
 
     >>> from ctxfold.messages import Message
@@ -123,6 +135,7 @@ def plan_repair(messages: Sequence[Message]) -> Repair:
     ...                                  Message("tool", "a.py", tool_call_id="c9")]).fixes]
     ["dropped the tool result for call 'c9': no assistant message right before it made that call"]
     """
+    messages = given_messages(messages, "plan_repair")
     out: list[Message] = []
     sources: list[int] = []
     fixes: list[Fix] = []
@@ -337,13 +350,27 @@ def _kept_fields(message: Message, provider: str) -> bool:
     return isinstance(fields, Mapping) and any(fields.get(k) for k in ("refusal", "audio"))
 
 
-def _anthropic_order(messages: Sequence[Message]) -> list[Problem]:
+def _anthropic(messages: Sequence[Message]) -> list[Problem]:
+    """What the Messages API refuses that OpenAI takes: the role order, system text after the
+    start, and calls whose arguments cannot be a tool_use input."""
     # Each message is judged in the role the adapter sends it with, so that what `to_anthropic`
     # accepts and what `validate` reports agree (ctxfold's own summaries and notes move to user).
     problems: list[Problem] = []
     started = False
     for index, message in enumerate(messages):
         role = anthropic_role(message, started=started)
+        if role == "assistant":
+            for call in message.tool_calls:
+                try:
+                    tool_use_input(call)
+                except InvalidInputError as exc:
+                    problems.append(
+                        Problem(
+                            index,
+                            "bad-arguments",
+                            f"{exc} (the assistant message at index {index})",
+                        )
+                    )
         if role == "system":
             if started:
                 problems.append(

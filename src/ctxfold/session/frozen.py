@@ -16,11 +16,13 @@ no more than the edit itself costs.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any, TypeVar, overload
 
-from ctxfold.errors import PositionError
+from ctxfold.errors import ConfigurationError, PositionError
+from ctxfold.messages._show import show
 
 T = TypeVar("T")
 
@@ -62,12 +64,14 @@ class Frozen(Sequence[T]):
                 return Frozen(picked, 0, len(picked))
             stop = max(start, stop)
             return Frozen(self._data, self._start + start, self._start + stop)
+        if type(index) is not int:
+            index = _position(index)
         size = len(self)
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise PositionError(f"position {index} is out of range for {size} entries")
-        return self._data[self._start + index]
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            # An IndexError, as the sequence protocol needs: `Sequence.index` stops at one.
+            raise PositionError(_out_of_range(index, size))
+        return self._data[self._start + position]
 
     def __iter__(self) -> Iterator[T]:
         # Bounded by `stop`, never by the list's length: the list may have grown since.
@@ -96,6 +100,25 @@ class Frozen(Sequence[T]):
         if len(other) > len(self):
             return False
         return all(a is b or a == b for a, b in zip(self, other, strict=False))
+
+
+def _position(index: object) -> int:
+    """`index` as a position: any integer (a bool, a NumPy integer) as a list takes it; anything
+    else is refused with a `TypeError`, as a list refuses it, that is a ctxfold error too."""
+    try:
+        return operator.index(index)  # type: ignore[arg-type]
+    except TypeError:
+        raise ConfigurationError(
+            f"a view of the projection is indexed by a whole number or a slice, not "
+            f"{type(index).__name__} {show(index)}"
+        ) from None
+
+
+def _out_of_range(index: int, size: int) -> str:
+    entries = "1 entry" if size == 1 else f"{size} entries"
+    if not size:
+        return f"position {index} is out of range for {entries}: the view is empty"
+    return f"position {index} is out of range for {entries} (positions {-size} to {size - 1})"
 
 
 def frozen(data: list[T]) -> Frozen[T]:
