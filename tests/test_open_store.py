@@ -146,3 +146,41 @@ def test_the_schema_parameter_is_taken_out_and_the_rest_kept_as_libpq_reads_it()
     assert split_schema("postgresql://db/app") == ("postgresql://db/app", None)
     with pytest.raises(InvalidInputError, match="schema query parameter once"):
         split_schema("postgresql://db/app?schema=a&schema=b")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql:///app?schema=agents", ("postgresql:///app", "agents")),
+        ("postgresql:///app?host=/run/pg&schema=a", ("postgresql:///app?host=/run/pg", "a")),
+        ("postgresql://[::1]:5432/app?schema=a#x", ("postgresql://[::1]:5432/app#x", "a")),
+        ("postgresql:///app", ("postgresql:///app", None)),
+    ],
+)
+def test_the_schema_is_cut_out_and_nothing_else_of_the_url_changes(
+    url: str, expected: tuple[str, str | None]
+) -> None:
+    """A URL with no host (libpq's local socket form), a host in the query or an IPv6 host keeps
+    every character but the schema parameter: it is cut out, not parsed and rebuilt (which made
+    postgresql:///app into postgresql:/app)."""
+    from ctxfold.storage.postgres import split_schema
+
+    assert split_schema(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://u:hunter2@[::1/db", r"is not a PostgreSQL URL: .*IPv6"),
+        ("postgresql://u@127.0.0.1:1/db?connect_timeout=1e999", "connect_timeout must be"),
+    ],
+)
+def test_a_postgres_url_libpq_cannot_read_is_an_input_error_without_its_password(
+    url: str, says: str
+) -> None:
+    """A bracket left open or an infinite timeout is refused as bad input (it was an internal
+    ValueError or OverflowError), and the password is masked in all of the message."""
+    pytest.importorskip("psycopg")
+    with pytest.raises(InvalidInputError, match=says) as caught:
+        open_store(url)
+    assert "hunter2" not in str(caught.value)

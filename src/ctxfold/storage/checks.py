@@ -387,20 +387,24 @@ def redacted(url: str) -> str:
     'postgresql://app:***@db.internal:5432/agents?password=***'
     >>> redacted("host=db.internal password='a b' dbname=agents")
     'host=db.internal password=*** dbname=agents'
+    >>> redacted("postgresql://app:hunter2@[::1/agents")
+    'postgresql://app:***@[::1/agents'
     """
     if "://" not in url:
         return _CONNINFO_PASSWORD.sub(r"\1***", url)
     try:
         parts = urlsplit(url)
         password = parts.password
-    except ValueError:
-        return _URL_PASSWORD.sub(r"\1***", url)
+    except ValueError:  # not a URL urlsplit reads (a bracket left open, say): by pattern
+        return _URL_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", url))
     if password:
         parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
     query = _URL_PASSWORD.sub(r"\1***", parts.query)
     return urlunsplit(parts._replace(query=query))
 
 
+# The password of a URL's user info: "scheme://user:password@".
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 # A libpq keyword value is a word or a single-quoted string with backslash escapes.
 _CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S+)")
 _URL_PASSWORD = re.compile(r"((?:^|[?&])password=)[^&#]*")

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from ctxfold.errors import (
     ConflictError,
@@ -113,7 +113,11 @@ class PostgresStore(StoreBase):
         if connect_timeout is None:
             connect_timeout = _timeout_in(psycopg, url)
         for name, value in (("connect_timeout", connect_timeout), ("pool_timeout", pool_timeout)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value < math.inf
+            ):
                 raise InvalidInputError(
                     f"{name} must be a number of seconds above 0, not {value!r}"
                 )
@@ -440,7 +444,9 @@ def _timeout_in(psycopg: Any, url: str) -> float:
         given = psycopg.conninfo.conninfo_to_dict(url).get("connect_timeout")
         return float(given) if given else DEFAULT_CONNECT_TIMEOUT
     except (psycopg.Error, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{redacted(str(url))!r} is not a PostgreSQL URL: {exc}") from None
+        # libpq's message quotes the URL it could not read, password and all.
+        said = str(exc).replace(url, redacted(url))
+        raise InvalidInputError(f"{redacted(url)!r} is not a PostgreSQL URL: {said}") from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -457,12 +463,24 @@ def split_schema(url: str) -> tuple[str, str | None]:
     >>> split_schema("postgresql://db/app?schema=agents&options=-c%20statement_timeout%3D5000")
     ('postgresql://db/app?options=-c%20statement_timeout%3D5000', 'agents')
     """
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for key, value in query if key == "schema"]
+    # Cut textually: the URL is never parsed and put back together, so every other part reaches
+    # libpq as the user wrote it (an empty host in postgresql:///db, a bracketed IPv6 host, the
+    # escapes of each parameter).
+    base, mark, rest = url.partition("?")
+    query, hash_mark, fragment = rest.partition("#")
+    kept: list[str] = []
+    schemas: list[str] = []
+    for pair in query.split("&") if mark else ():
+        key, _, value = pair.partition("=")
+        if unquote(key) == "schema":
+            schemas.append(unquote(value))
+        elif pair:
+            kept.append(pair)
     if len(schemas) > 1 or (schemas and not schemas[0]):
         raise InvalidInputError(
             f"{redacted(url)!r}: give the schema query parameter once, with a name"
         )
-    kept = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)
-    return urlunsplit(parts._replace(query=kept)), schemas[0] if schemas else None
+    if not schemas:
+        return url, None
+    rebuilt = base + ("?" + "&".join(kept) if kept else "") + hash_mark + fragment
+    return rebuilt, schemas[0]
