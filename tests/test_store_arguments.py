@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxfold.errors import InvalidInputError
+from ctxfold.errors import InvalidInputError, StoreUnavailableError
 from ctxfold.messages import Message
-from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore
+from ctxfold.storage import MemoryStore, PostgresStore, SQLiteStore, open_store
 from ctxfold.storage.checks import MAX_SEQ
 from tests._stores import drop_schema, fresh_schema_name
 
@@ -69,5 +69,28 @@ def test_postgres_store_takes_the_schema_from_its_url(postgres_url: str) -> None
             assert same.last_seq("s") == 1
         with pytest.raises(InvalidInputError, match=r"names schema .* and schema= names"):
             PostgresStore(joined, schema="other")
+    finally:
+        drop_schema(postgres_url, schema)
+
+
+def test_a_reader_of_a_schema_with_no_ctxfold_tables_makes_nothing(postgres_url: str) -> None:
+    """`open_store(url, create=False)` (what the reading CLI commands use) of a schema that holds
+    no ctxfold tables is a StoreUnavailableError naming it, and neither the schema nor a table is
+    made; a schema that has them opens to read."""
+    psycopg = pytest.importorskip("psycopg")
+    schema = fresh_schema_name()
+    joined = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
+    try:
+        with pytest.raises(StoreUnavailableError, match=r"no ctxfold tables in .*nothing was"):
+            open_store(joined, create=False)
+        with psycopg.connect(postgres_url) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
+            ).fetchone()
+        assert found is None
+        with open_store(joined) as writer:
+            writer.session("s").append(Message("user", "hi"))
+        with open_store(joined, create=False) as reader:
+            assert reader.last_seq("s") == 1
     finally:
         drop_schema(postgres_url, schema)

@@ -67,6 +67,8 @@ class PostgresStore(StoreBase):
     - `connect_timeout`: seconds to wait for the server to accept a connection (default: the
       URL's ``connect_timeout``, else 5). libpq counts it in whole seconds, at least 2.
     - `pool_timeout`: seconds an operation waits for a free connection of the pool (default 5).
+    - `create`: make the tables when the schema has none (default). False, for readers: a schema
+      with no ctxfold tables is a `StoreUnavailableError`, and nothing is made.
 
     The store connects once when it is made, so a server that is down, a database that does not
     exist or a refused login fails here, within `connect_timeout`, with a `StoreUnavailableError`
@@ -87,6 +89,7 @@ class PostgresStore(StoreBase):
         pool_size: int = 4,
         connect_timeout: float | None = None,
         pool_timeout: float = 5.0,
+        create: bool = True,
     ) -> None:
         try:
             import psycopg
@@ -136,7 +139,10 @@ class PostgresStore(StoreBase):
         # Connect once before the pool exists: the driver's own error says what is wrong (refused,
         # no such database, bad password) at once, where a pool would only time out later.
         with self._connect() as conn:
-            self._mapped(lambda: migrate(conn, self._sql, self._where()), "creating the tables")
+            self._mapped(
+                lambda: migrate(conn, self._sql, self._where(), create=create),
+                "creating the tables",
+            )
         self._pool = ConnectionPool(
             url,
             min_size=1,

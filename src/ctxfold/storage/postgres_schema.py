@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxfold.errors import SchemaVersionError
+from ctxfold.errors import SchemaVersionError, StoreUnavailableError
 
 MIGRATION_LOCK = "ctxfold migrations"
 
@@ -86,12 +86,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def migrate(conn: Any, sql: Statements, where: str) -> None:
+def migrate(conn: Any, sql: Statements, where: str, *, create: bool = True) -> None:
     """Bring the schema to the newest version, in one transaction on `conn`. A schema that is
     at it already is only read, so a server that takes no writes (a read-only standby) can be
-    opened to read."""
-    if _up_to_date(conn, sql, where):
+    opened to read. With `create` False, a schema with no ctxfold tables is a
+    `StoreUnavailableError` and nothing is made (a reader given a mistyped schema)."""
+    version = _stored_version(conn, sql, where)
+    if version == len(MIGRATIONS):
         return
+    if version is None and not create:
+        raise StoreUnavailableError(
+            f"no ctxfold tables in {where}; nothing was created there: check the URL and its schema"
+        )
     with conn.transaction():
         # Two processes opening a new schema at once would both try to create it.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (MIGRATION_LOCK,))
@@ -105,17 +111,17 @@ def migrate(conn: Any, sql: Statements, where: str) -> None:
             conn.execute(sql.record_version, (number,))
 
 
-def _up_to_date(conn: Any, sql: Statements, where: str) -> bool:
-    """Whether the schema is at the newest version, found by reading alone; False when its
-    tables or the schema itself are not there yet."""
+def _stored_version(conn: Any, sql: Statements, where: str) -> int | None:
+    """The schema's version, found by reading alone; None when its tables or the schema itself
+    are not there yet."""
     try:
         with conn.transaction():
             version = int(conn.execute(sql.current_version).fetchone()[0])
     except Exception as exc:  # the driver's error: only "not there yet" is an answer
         if getattr(exc, "sqlstate", None) in _NOT_THERE:
-            return False
+            return None
         raise
-    return _known(version, where) == len(MIGRATIONS)
+    return _known(version, where)
 
 
 def _known(version: int, where: str) -> int:

@@ -28,8 +28,8 @@ def open_store(url: str, *, create: bool = True) -> StoreBase:
       names the schema and is not passed on to the server; ``connect_timeout`` (seconds, libpq's
       own parameter) sets how long to wait for the server (5 s when absent).
 
-    `create=False` opens a SQLite file only if it exists (else `StoreUnavailableError`, and
-    nothing is made): for readers. The other stores have no file to make and ignore it.
+    `create=False` opens a SQLite file only if it exists, and a PostgreSQL schema only if it
+    holds ctxfold's tables (else `StoreUnavailableError`, and nothing is made): for readers.
 
     >>> open_store("sqlite:///:memory:")
     SQLiteStore(':memory:')
@@ -43,7 +43,7 @@ def open_store(url: str, *, create: bool = True) -> StoreBase:
     if scheme == "sqlite":
         return SQLiteStore(_sqlite_path(url, rest), create=create)
     if scheme in ("postgresql", "postgres"):
-        return _open_postgres(url)
+        return _open_postgres(url, create)
     raise InvalidInputError(
         f"cannot open a store from {redacted(url)!r}; supported URLs: " + "; ".join(SUPPORTED)
     )
@@ -76,7 +76,7 @@ def _sqlite_path(url: str, rest: str) -> str:
     return rest[1:]
 
 
-def _open_postgres(url: str) -> StoreBase:
+def _open_postgres(url: str, create: bool) -> StoreBase:
     from ctxfold.storage.postgres import PostgresStore
 
-    return PostgresStore(url)  # which reads a schema query parameter
+    return PostgresStore(url, create=create)  # which reads a schema query parameter
