@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxfold._assembled import assembled
-from ctxfold.errors import BudgetError, InvalidHistoryError
+from ctxfold.errors import BudgetError, ConflictError, InvalidHistoryError
 from ctxfold.events import COMPACTION
 from ctxfold.messages import Message, validate
 from ctxfold.replay.fidelity import Fidelity, measure
@@ -173,6 +173,7 @@ def replay(
     progress: Callable[[int], None] | None = None,
     provider: Provider = "openai",
     fidelity: bool = True,
+    new_session: bool = False,
 ) -> ReplayResult:
     """Play `messages` into `session` with `compactor`'s automatic trigger on; report each request.
 
@@ -180,7 +181,9 @@ def replay(
     `progress`, when given, is called with the number of messages appended after each one.
     `fidelity` (default True) measures what the final view kept (`ReplayResult.fidelity`,
     `ctxfold.replay.fidelity`), recall included; False leaves it None, for timing the replay
-    alone.
+    alone. `new_session` True: the session must still be empty, and the first append says so to
+    the store (``expected_seq=0``), so that a writer that took the id meanwhile makes it raise
+    `ConflictError` with nothing written, rather than two runs share one session.
     Raises `BudgetError` for a compactor without a budget (it has no trigger to replay) or a
     system prompt that alone exceeds the window, before anything is appended; and
     `InvalidHistoryError` if a compaction ever left a history `provider` would reject (that
@@ -212,7 +215,10 @@ def replay(
     previous: Sequence[Message] = ()
     seqs: list[int] = []
     for index, message in enumerate(messages):
-        stored = session.append(message)
+        if index == 0 and new_session:
+            stored = session.append(message, expected_seq=0)
+        else:
+            stored = session.append(message)
         sizes.appended(message, stored)
         seqs.append(stored[0].seq if stored else session.last_seq)
         if progress is not None:
@@ -302,9 +308,32 @@ def replay_transcript(
 
     count = counter or best_counter("auto")
     target = store if store is not None else MemoryStore()
-    session = target.session(fresh_session_id(target, name), counter=count)
     compactor = Compactor(budget, summarizer=summarizer, counter=count, redact=redact)
-    return replay(session, messages, compactor, counter=count, progress=progress, provider=provider)
+
+    def into_a_new_session() -> ReplayResult:
+        session = target.session(fresh_session_id(target, name), counter=count)
+        return replay(
+            session,
+            messages,
+            compactor,
+            counter=count,
+            progress=progress,
+            provider=provider,
+            new_session=True,
+        )
+
+    for _ in range(_CLAIMS - 1):
+        try:
+            return into_a_new_session()
+        except ConflictError:
+            # Another replay took the id between the look and the first append (several runs
+            # into one database at once): nothing of this one was written; take the next id.
+            continue
+    return into_a_new_session()
+
+
+_CLAIMS = 20
+"""Ids a replay tries before it gives up on finding a new session (each taken by a racing run)."""
 
 
 def fresh_session_id(store: StoreBase, base: str) -> str:
