@@ -150,3 +150,43 @@ def test_litellm_redacts_too(server: FakeLLMServer, monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "litellm", stand_in)
     LiteLLMSummarizer("openai/gpt-4o-mini")(build_request(history(steps=3), max_tokens=400))
     assert leaked(server) == []
+
+
+KEY = "sk-proj-" + "Qw3rTy7uIo9pAs1dFg5hJk2l" * 2
+
+
+@pytest.mark.guarantee("secrets-not-sent")
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_an_api_error_that_quotes_the_key_is_passed_on_redacted(
+    server: FakeLLMServer, api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the API (or a proxy) answers with the key it was sent, the summarizer's error, the
+    report and the log lines carry it redacted."""
+    server.mode = "unauthorized"
+    if api == "openai":
+        client: Any = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0)
+        summarizer: Any = OpenAISummarizer("gpt-4o-mini", client=client)
+    else:
+        client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
+        summarizer = AnthropicSummarizer("claude-haiku-4-5", client=client)
+    session = MemoryStore().session("s")
+    session.append(history())
+    compactor = Compactor(Budget(window=4_000), Pipeline([Summarize()]), summarizer=summarizer)
+    report = compactor.maybe_compact(session)
+    assert server.requests, "no request was sent"
+    assert report is not None and report.error is not None and "[redacted]" in report.error
+    assert KEY not in report.error
+    assert KEY not in caplog.text
+
+
+def test_a_summarizer_error_that_quotes_a_secret_is_reported_redacted() -> None:
+    """Whatever summarizer raised it, an error's text is redacted before it reaches the report
+    of compact_messages (and the CLI that prints it)."""
+    from ctxfold import compact_messages
+
+    def leaky(request: Any) -> str:
+        raise RuntimeError(f"upstream refused OPENAI_API_KEY={KEY}")
+
+    done = compact_messages(history(), Budget(window=4_000), summarizer=leaky)
+    assert done.report.error is not None and KEY not in done.report.error
+    assert "OPENAI_API_KEY=[redacted]" in done.report.error

@@ -15,6 +15,7 @@ from ctxfold.pipeline.proposals import Edit, Replace
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.session.projection import Item
 from ctxfold.summarizers.identifiers import error_lines, extract_identifiers
+from ctxfold.summarizers.redact import redact_secrets
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
 
@@ -75,8 +76,9 @@ class Accounts:
             self.notes.extend(answer.notes)
 
     def raised(self, exc: BaseException) -> None:
-        """A summarizer or callback raised `exc`."""
-        self.errors.append(f"{type(exc).__name__}: {exc}")
+        """A summarizer or callback raised `exc`; its text is redacted before it goes into the
+        report (and from there into logs and CLI output): an error can quote a secret."""
+        self.errors.append(redact_secrets(f"{type(exc).__name__}: {exc}"))
         self.failure = self.failure or exc
 
     def applied(self, edit: Edit, replaced: Sequence[Item], view: WorkingView) -> None:

@@ -166,8 +166,11 @@ class LLMSummarizer(abc.ABC):
         try:
             yield
         except self._api_errors() as exc:
+            # An API error can quote what was sent, key included (a proxy that echoes the
+            # Authorization header): the message that travels on is redacted.
+            said = redact_secrets(f"{type(exc).__name__}: {exc}")
             raise SummarizerError(
-                f"{self.provider} summarizer {self.model!r} failed: {type(exc).__name__}: {exc}"
+                f"{self.provider} summarizer {self.model!r} failed: {said}"
             ) from exc
 
     @abc.abstractmethod

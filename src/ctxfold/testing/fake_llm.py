@@ -15,10 +15,11 @@ What it answers is scripted with modes: ``"ok"`` (a completion whose text is `re
 ``"error"`` (a 500), ``"slow"`` (an ok answer after `slow_seconds`), ``"overflow"`` (each API's
 real context-length error), ``"overflow_output"`` (the error for a prompt that fits but not with
 the output it asked room for: Anthropic's "exceed context limit", OpenAI's "you requested"),
-``"empty"`` (a completion with no text) and ``"echo"`` (a completion that repeats the prompt's
-last user message). `enqueue` sets the next answers one by one; after them, `mode` applies. With
-`max_context`, a request whose estimated size exceeds it gets the overflow error, as a real
-model would answer.
+``"empty"`` (a completion with no text), ``"echo"`` (a completion that repeats the prompt's
+last user message) and ``"unauthorized"`` (a 401 whose message quotes the key the request
+carried, as some proxies answer: what a caller must not pass on). `enqueue` sets the next
+answers one by one; after them, `mode` applies. With `max_context`, a request whose estimated
+size exceeds it gets the overflow error, as a real model would answer.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from typing import Any, Literal
 
 from ctxfold.errors import ConfigurationError
 
-Mode = Literal["ok", "error", "slow", "overflow", "overflow_output", "empty", "echo"]
+Mode = Literal[
+    "ok", "error", "slow", "overflow", "overflow_output", "empty", "echo", "unauthorized"
+]
 Api = Literal["openai", "anthropic"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -211,6 +214,8 @@ class FakeLLMServer:
             self._stopping.wait(self.slow_seconds)
         if mode == "error":
             return 500, _server_error(request.api)
+        if mode == "unauthorized":
+            return 401, _unauthorized_error(request)
         if mode == "overflow":
             return 400, _overflow_error(request.api, request.estimated_tokens, self.max_context)
         if mode == "overflow_output":
@@ -311,6 +316,24 @@ def _completion(request: RecordedRequest, text: str) -> dict[str, Any]:
             "completion_tokens": output_tokens,
             "total_tokens": prompt_tokens + output_tokens,
         },
+    }
+
+
+def _unauthorized_error(request: RecordedRequest) -> dict[str, Any]:
+    headers = {key.lower(): value for key, value in request.headers.items()}
+    given = headers.get("x-api-key") or headers.get("authorization", "")
+    if request.api == "anthropic":
+        return {
+            "type": "error",
+            "error": {"type": "authentication_error", "message": f"invalid credentials: {given}"},
+        }
+    return {
+        "error": {
+            "message": f"Incorrect API key provided: {given}.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
     }
 
 
