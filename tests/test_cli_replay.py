@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from _cli import WAYS, run_cli
+from _cli import WAYS, isolated_env, run_cli
 from ctxfold.messages import write_jsonl
 from ctxfold.testing.transcripts import generate
 
@@ -103,6 +106,29 @@ def test_replay_into_a_database_keeps_the_session(demo_file: Path, tmp_path: Pat
     ]
     log = run_cli(["sessions", "log", "replay-session", "-d", url], how="runner", home=tmp_path)
     assert " compaction " in log.stdout and " message " in log.stdout
+
+
+def test_a_file_name_that_is_not_utf8_still_names_the_session(
+    demo_file: Path, tmp_path: Path
+) -> None:
+    """A transcript whose file name holds bytes that are not UTF-8 replays, its session named
+    with U+FFFD in their place (the id held lone surrogates, which the store refused)."""
+    odd = Path(os.fsdecode(bytes(tmp_path / "ok") + b"\xff.jsonl"))
+    odd.write_bytes(demo_file.read_bytes())
+    url = f"sqlite:///{tmp_path / 'replay.db'}"
+    # In a process of its own, as from a shell: the name reaches it as bytes, and its report
+    # prints them back as they are (so the output is read as bytes here).
+    environ = {k: v for k, v in os.environ.items() if k != "CTXFOLD_DATABASE_URL"}
+    environ.update(isolated_env(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxfold", "replay", str(odd), "--window", "16000", "-d", url],
+        capture_output=True,
+        env=environ,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = run_cli(["sessions", "list", "-d", url], how="runner", home=tmp_path).stdout
+    assert listed.split("\t")[0] == "replay-ok\ufffd"
 
 
 @pytest.mark.parametrize("how", WAYS)

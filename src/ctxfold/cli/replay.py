@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,7 +80,7 @@ def replay(
         transcript.messages,
         budget,
         database=database,
-        name=f"replay-{input.stem}",
+        name=_session_name(input),
         provider=transcript.provider,
         summarizer=build_summarizer(summarizer, redact=redact, timeout=summarizer_timeout),
         redact=redact,
@@ -97,6 +98,13 @@ def replay(
         print_replay(result, str(input))
         if html is not None:
             click.echo(f"html: {html}")
+
+
+def _session_name(input: Path) -> str:
+    """replay-STEM: a file name that is not UTF-8 (bytes Python holds as lone surrogates, which
+    no store takes in an id) has them shown as U+FFFD."""
+    stem = os.fsencode(input.stem).decode("utf-8", "replace")
+    return f"replay-{stem}"
 
 
 def run_replay(
