@@ -23,6 +23,11 @@ definitions, which the application sends), and a new name would not match them. 
 arguments are not a JSON object cannot be a tool_use `input`: `tool_use_input` refuses it, and
 `validate(messages, "anthropic")` reports it with the same words.
 
+A message read from the OpenAI format is written with its images and PDFs as blocks, and an
+assistant's refusal as its text (`carried_to_anthropic`, by the rules of
+`ctxfold.messages.convert`); a part with no Messages API equivalent (audio, say) raises
+`InvalidInputError` naming the message, never vanishes.
+
 What ctxfold does not interpret (thinking and redacted_thinking blocks, images, `cache_control`,
 `is_error`, the original blocks) is kept under `extra["anthropic"]` so that
 `to_anthropic(from_anthropic(msgs, system))` gives back `(system, msgs)`. Kept blocks are written
@@ -42,6 +47,7 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.messages._given import given_messages, given_rows
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
+from ctxfold.messages.convert import carried_to_anthropic
 from ctxfold.messages.frames import frame_kind
 
 SystemPrompt = str | list[dict[str, Any]] | None
@@ -127,9 +133,10 @@ def to_anthropic(
     Leading system messages become `system` (a string, or a list of blocks when they had blocks
     or are several). Tool results go into one user message, followed by any user text that came
     right after them. ctxfold's own summaries and notes are sent with `anthropic_role`, and call
-    ids with `anthropic_id`. Any other system message after the conversation started, and a call
-    whose arguments are not a JSON object (`tool_use_input`), cannot be expressed and raise
-    `InvalidInputError`.
+    ids with `anthropic_id`. Messages read from OpenAI carry their images, PDFs and refusals
+    across (`carried_to_anthropic`). Any other system message after the conversation started, a
+    part with no Messages API equivalent (audio), and a call whose arguments are not a JSON
+    object (`tool_use_input`), cannot be expressed and raise `InvalidInputError`.
     """
     system_parts: list[Message] = []
     groups: list[list[Message]] = []
@@ -137,6 +144,10 @@ def to_anthropic(
         role = anthropic_role(message, started=bool(groups))
         if role != message.role:
             message = message.replace(role=role)
+        try:
+            message = carried_to_anthropic(message)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"message {index}: {exc}") from None
         if message.role == "system":
             if groups:
                 raise InvalidInputError(
@@ -154,7 +165,9 @@ def to_anthropic(
 def sent_blocks(message: Message) -> list[dict[str, Any]]:
     """The content blocks `message` contributes when written for the Messages API: its kept
     blocks while they still describe it, else blocks rebuilt from its fields. Raises
-    `InvalidInputError` when the message cannot be written (arguments that are not JSON)."""
+    `InvalidInputError` when the message cannot be written (arguments that are not JSON, a part
+    with no Messages API equivalent)."""
+    message = carried_to_anthropic(message)
     if message.role != "assistant":
         return _user_blocks(message)
     content = _assistant_content(message)
@@ -240,6 +253,10 @@ def _extra(**kept: Any) -> dict[str, Any]:
 def _block(block: Any, where: str) -> dict[str, Any]:
     if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
         raise InvalidInputError(f"{where} must be a block object with a type, not {show(block)}")
+    if block["type"] == "text" and not isinstance(block.get("text"), str):
+        raise InvalidInputError(
+            f"{where} is a text block, so its text must be a string, not {show(block.get('text'))}"
+        )
     return dict(block)
 
 

@@ -7,6 +7,10 @@ it does not know) is kept under `extra["openai"]`, so `to_openai(from_openai(row
 Kept fields are only used while they still describe the message: when a strategy replaces the
 content of a message that came as a list of parts, the new text is written as a plain string
 rather than the stale parts.
+
+A message read from the Anthropic format is written with its images and PDFs as content parts
+(`carried_to_openai`, by the rules of `ctxfold.messages.convert`); a block with no Chat
+Completions equivalent raises `InvalidInputError` naming the message, never vanishes.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.messages._given import given_messages, given_rows
 from ctxfold.messages._show import show
 from ctxfold.messages._values import Message, Role, ToolCall
+from ctxfold.messages.convert import carried_to_openai
 
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -56,9 +61,17 @@ def from_openai(rows: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> list[M
 def to_openai(messages: Iterable[Message] | Message) -> list[dict[str, Any]]:
     """Write `Message` values as Chat Completions messages (the inverse of `from_openai`).
 
-    One `Message` is taken as a list of one; anything but messages raises `InvalidInputError`.
+    One `Message` is taken as a list of one; anything but messages raises `InvalidInputError`,
+    and so does a message read from Anthropic that holds a block with no Chat Completions
+    equivalent (the error names its 0-based index; see `ctxfold.messages.convert`).
     """
-    return [message_to_openai(m) for m in given_messages(messages, "to_openai")]
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(given_messages(messages, "to_openai")):
+        try:
+            out.append(message_to_openai(message))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"message {index}: {exc}") from None
+    return out
 
 
 def message_from_openai(row: Mapping[str, Any]) -> Message:
@@ -96,6 +109,11 @@ def message_from_openai(row: Mapping[str, Any]) -> Message:
                     f"content[{position}] must be a part object with a string type, "
                     f"not {show(part)}"
                 )
+            if part["type"] == "text" and not isinstance(part.get("text"), str):
+                raise InvalidInputError(
+                    f"content[{position}] is a text part, so its text must be a string, "
+                    f"not {show(part.get('text'))}"
+                )
         kept["parts"] = content
         content = parts_text(content)
     elif content is not None and not isinstance(content, str):
@@ -124,7 +142,9 @@ def message_from_openai(row: Mapping[str, Any]) -> Message:
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
-    """Write one `Message` as a Chat Completions message."""
+    """Write one `Message` as a Chat Completions message; raises `InvalidInputError` for what
+    `carried_to_openai` cannot carry."""
+    message = carried_to_openai(message)
     kept = _kept(message.extra)
     role = kept.get("role", message.role) if message.role == "system" else message.role
     out: dict[str, Any] = {"role": role}

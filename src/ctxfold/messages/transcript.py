@@ -8,7 +8,9 @@ command accepts is never one another refuses:
 2. the transcript must hold at least one message;
 3. the history must be valid for the provider it is meant for (`validate`): a tool result with
    no call, a call never answered, a split batch... are refused with the line and the problem,
-   unless ``repair=True``, which fixes what `plan_repair` can fix and reports each fix.
+   unless ``repair=True``, which fixes what `plan_repair` can fix and reports each fix. A repair
+   that leaves no message at all (every line was a tool result answering no call) is refused
+   too, as rule 2 refuses an empty file, rather than handing an empty history on.
 
 Problems a provider accepts (a final call still waiting for its result) are kept as `notes`.
 """
@@ -98,6 +100,8 @@ def read_transcript(
         planned = plan_repair(messages)
         messages, fixes = planned.messages, planned.fixes
         lines = tuple(parsed.lines[i] for i in planned.sources)
+        if not messages:
+            raise _nothing_left(name, fixes, parsed.lines)
     problems = validate(messages, rules) if check or repair else []
     errors = [p for p in problems if p.severity == "error"]
     if errors:
@@ -126,6 +130,19 @@ def read_transcript(
 
 # The problems `plan_repair` fixes: pairing of calls and results.
 _REPAIRABLE = frozenset({"orphan-result", "missing-result", "split-batch", "misplaced-result"})
+
+
+def _nothing_left(name: str, fixes: tuple[Fix, ...], lines: tuple[int, ...]) -> InvalidInputError:
+    """The error for a repair that dropped every message: only tool results answering no call
+    are ever dropped, so each fix names one of those."""
+    shown = ", ".join(f"line {lines[f.index]}: call {f.call_id!r}" for f in fixes[:3])
+    more = f" and {len(fixes) - 3} more" if len(fixes) > 3 else ""
+    return _located(
+        f"nothing is left after repair: every message of {name} was dropped (tool results that "
+        f"answer no call: {shown}{more}); a history needs at least one message, so give the "
+        "whole conversation, with the assistant messages that made these calls",
+        lines[fixes[0].index] if fixes else None,
+    )
 
 
 def _where(lines: tuple[int, ...], index: int) -> str:

@@ -2,18 +2,31 @@
 
 `validate` returns `Problem`s. Those of severity "error" are what a provider rejects: a tool result
 that does not directly follow the assistant message that made its call, a call left without a
-result before the conversation moves on, a batch of parallel calls answered in two places, and
-for Anthropic a role order, a system message, a reused call id or tool arguments that are not a
-JSON object, which the Messages API cannot take. What `to_anthropic` refuses, `validate(messages,
-"anthropic")` reports as an error, by the same rules (`anthropic_role`, `tool_use_input`); what
-`to_anthropic` rewrites (a call id the API would refuse, see `anthropic_id`) is no problem.
+result before the conversation moves on, a batch of parallel calls answered in two places, a
+user message with no content, a part the provider's format has no equivalent for (audio sent to
+Anthropic, a PDF by URL sent to OpenAI: see `ctxfold.messages.convert`), and for Anthropic a role
+order, a system message, a reused call id, tool arguments that are not a JSON object, or a
+system prompt with no message after it, which the Messages API cannot take. What `to_anthropic`
+(or `to_openai`) refuses, `validate(messages, "anthropic")` (or "openai") reports as an error, by
+the same rules (`anthropic_role`, `tool_use_input`, `carried_to_anthropic`,
+`carried_to_openai`); what `to_anthropic` rewrites (a call id the API would refuse, see
+`anthropic_id`) is no problem.
 Severity "info" marks what is legal but worth knowing: a call still pending at the end (the agent
 is waiting for it) and, for OpenAI, a call id used twice (paired by position, as
 `structure.answers` does).
 
-`repair` fixes only what it can fix without guessing: it drops tool results that answer no call
-and answers each call that was never answered with a placeholder naming the call id. It is
-deterministic and idempotent, and leaves a pending final call alone.
+`repair` fixes only what it can fix without guessing, by three rules:
+
+- a result that comes late, after other messages, for a call still unanswered (a split batch, a
+  misplaced result) is *moved* up to the other results of its call, ahead of the messages that
+  came between them: it is the real answer, only out of place;
+- a result that answers no call (none was made, or its call already has a result) is *dropped*;
+- a call that no result answers anywhere, followed by other messages, is *added* a placeholder
+  result naming the call id (`PLACEHOLDER`).
+
+Results are paired with calls as `validate` pairs them (one walk serves both), so what `validate`
+calls split-batch or misplaced-result is moved, and what it calls orphan-result is dropped. The
+repair is deterministic and idempotent, and leaves a pending final call alone.
 """
 
 from __future__ import annotations
@@ -26,7 +39,8 @@ from typing import Literal
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages._given import given_messages
 from ctxfold.messages._values import Message
-from ctxfold.messages.anthropic import anthropic_role, tool_use_input
+from ctxfold.messages.anthropic import anthropic_role, sent_blocks, tool_use_input
+from ctxfold.messages.convert import carried_to_anthropic, carried_to_openai
 from ctxfold.messages.structure import answers
 
 Provider = Literal["openai", "anthropic"]
@@ -44,7 +58,7 @@ class Problem:
     - `index`: the message it is about.
     - `code`: a short kebab-case name: "orphan-result", "missing-result", "pending-call",
       "duplicate-call-id", "split-batch", "misplaced-result", "role-order", "empty-message",
-      "system-not-first", "bad-arguments".
+      "system-not-first", "bad-arguments", "no-equivalent", "no-conversation".
     - `message`: a sentence naming the call id or index.
     - `severity`: "error" (a provider would reject the history) or "info".
     """
@@ -91,15 +105,15 @@ def is_valid(
 class Fix:
     """One change `plan_repair` makes.
 
-    - `index`: the input message it is about (the dropped result, or the assistant message whose
-      call gets a placeholder result).
-    - `action`: "dropped" or "added".
+    - `index`: the input message it is about (the dropped or moved result, or the assistant
+      message whose call gets a placeholder result).
+    - `action`: "dropped", "moved" or "added".
     - `call_id`: the call the result answers.
     - `message`: a sentence saying what was changed and why.
     """
 
     index: int
-    action: Literal["dropped", "added"]
+    action: Literal["dropped", "moved", "added"]
     call_id: str
     message: str
 
@@ -115,8 +129,9 @@ class Repair:
 
 
 def repair(messages: Sequence[Message] | Iterable[Message] | Message) -> list[Message]:
-    """Drop tool results that answer no call and add a placeholder result for each call that was
-    never answered and is followed by other messages. A pending final call is left alone.
+    """Move results that came late up to their call, drop tool results that answer no call, and
+    add a placeholder result for each call that was never answered and is followed by other
+    messages. A pending final call is left alone.
 
     >>> from ctxfold.messages import Message, ToolCall
     >>> fixed = repair([Message("assistant", None, (ToolCall("call_1", "ls"),)),
@@ -128,57 +143,60 @@ def repair(messages: Sequence[Message] | Iterable[Message] | Message) -> list[Me
 
 
 def plan_repair(messages: Sequence[Message] | Iterable[Message] | Message) -> Repair:
-    """`repair`, saying what it changed: one `Fix` per dropped or added result.
+    """`repair`, saying what it changed: one `Fix` per moved, dropped or added result.
 
-    >>> from ctxfold.messages import Message
+    >>> from ctxfold.messages import Message, ToolCall
+    >>> late = plan_repair([Message("assistant", None, (ToolCall("c1", "ls"),)),
+    ...                     Message("user", "hey"), Message("tool", "a.py", tool_call_id="c1")])
+    >>> [m.role for m in late.messages], late.sources, [f.action for f in late.fixes]
+    (['assistant', 'tool', 'user'], (0, 2, 1), ['moved'])
     >>> [f.message for f in plan_repair([Message("user", "hi"),
     ...                                  Message("tool", "a.py", tool_call_id="c9")]).fixes]
     ["dropped the tool result for call 'c9': no assistant message right before it made that call"]
     """
     messages = given_messages(messages, "plan_repair")
+    pairing = _pair(messages)
+    # The late results of each call, in the order they came: (assistant index, call id) -> index.
+    moved: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for index, (origin, _) in pairing.late.items():
+        moved[origin, messages[index].tool_call_id or ""].append(index)
+    # Where each step's unanswered calls get their answer: right after its own results.
+    closing = {
+        end: step
+        for step, (end, missing) in pairing.steps.items()
+        if missing and end < len(messages)
+    }
     out: list[Message] = []
     sources: list[int] = []
     fixes: list[Fix] = []
-    n = len(messages)
-    i = 0
-    while i < n:
-        message = messages[i]
-        end = _results_end(messages, i + 1)
-        if message.role == "tool":
-            # Results that follow no assistant message answer nothing here.
-            for index in range(i, end):
-                fixes.append(_dropped(messages[index], index, None))
-            i = end
-            continue
-        out.append(message)
-        sources.append(i)
-        if message.role != "assistant":
-            i += 1
-            continue
-        results = messages[i + 1 : end]
-        orphans, missing = answers([c.id for c in message.tool_calls], results)
-        dropped = set(orphans)
-        for position, result in enumerate(results):
-            if position in dropped:
-                fixes.append(_dropped(result, i + 1 + position, i))
-            else:
-                out.append(result)
-                sources.append(i + 1 + position)
-        if end < n:
-            names = _call_names(message)
-            for call_id in missing:
+    for index, message in enumerate(messages):
+        step = closing.get(index)
+        if step is not None:
+            names = _call_names(messages[step])
+            for call_id in pairing.steps[step][1]:
+                answer = moved.get((step, call_id))
+                if answer:
+                    late = answer.pop(0)
+                    out.append(messages[late])
+                    sources.append(late)
+                    fixes.append(_moved(call_id, names[call_id], late, pairing.late[late]))
+                    continue
                 out.append(_placeholder(call_id, names[call_id]))
-                sources.append(i)
+                sources.append(step)
                 fixes.append(
                     Fix(
-                        i,
+                        step,
                         "added",
                         call_id,
                         f"added a placeholder result for call {call_id!r} "
                         f"({names[call_id]}), which was never answered",
                     )
                 )
-        i = end
+        if index in pairing.orphans:
+            fixes.append(_dropped(message, index, pairing.orphans[index]))
+        elif index not in pairing.late:  # a late result was moved up to its call, above
+            out.append(message)
+            sources.append(index)
     return Repair(out, tuple(sources), tuple(sorted(fixes, key=lambda f: f.index)))
 
 
@@ -191,6 +209,18 @@ def _dropped(result: Message, index: int, step: int | None) -> Fix:
         "already has its result"
     )
     return Fix(index, "dropped", call_id, f"dropped the tool result for call {call_id!r}: {why}")
+
+
+def _moved(call_id: str, name: str, index: int, place: tuple[int, int]) -> Fix:
+    origin, between = place
+    return Fix(
+        index,
+        "moved",
+        call_id,
+        f"moved the tool result for call {call_id!r} ({name}) up to its call, made by the "
+        f"assistant message at index {origin}, ahead of the message at index {between} that "
+        "came between them",
+    )
 
 
 def _placeholder(call_id: str, name: str) -> Message:
@@ -209,27 +239,98 @@ def _results_end(messages: Sequence[Message], start: int) -> int:
     return end
 
 
-def _pairing(messages: Sequence[Message]) -> list[Problem]:
-    """Results against calls: orphan, missing, pending, split and misplaced results."""
-    problems: list[Problem] = []
+@dataclass(frozen=True)
+class _Pairing:
+    """How the results of a history pair with its calls, the one walk `validate` reports from and
+    `plan_repair` repairs from, so that the two always agree.
+
+    - `steps`: each assistant message's index -> (the end of the results right after it, its
+      call ids left without a result there, in call order).
+    - `orphans`: each result that answers no call -> the assistant message it follows (None:
+      none), or
+    - `late`: each result that answers an earlier call left unanswered -> (the assistant message
+      that made the call, the message that came between them).
+    - `unanswered`: the calls no result answers anywhere: (call id, assistant index, the message
+      that came after it).
+    """
+
+    steps: dict[int, tuple[int, list[str]]]
+    orphans: dict[int, int | None]
+    late: dict[int, tuple[int, int]]
+    unanswered: list[tuple[str, int, int]]
+
+
+def _pair(messages: Sequence[Message]) -> _Pairing:
+    steps: dict[int, tuple[int, list[str]]] = {}
+    orphans: dict[int, int | None] = {}
+    late: dict[int, tuple[int, int]] = {}
     # Calls left unanswered where they were made, by id, oldest first: (assistant index, next).
-    unanswered: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
+
+    def stray(index: int, step: int | None) -> None:
+        places = waiting.get(messages[index].tool_call_id or "")
+        if places:
+            late[index] = places.pop(0)
+        else:
+            orphans[index] = step
+
     n = len(messages)
     i = 0
     while i < n:
         message = messages[i]
         if message.role == "tool":
-            problems.append(_late_result(messages, i, unanswered, step=None))
+            stray(i, None)
             i += 1
             continue
         if message.role != "assistant":
             i += 1
             continue
         end = _results_end(messages, i + 1)
-        orphans, missing = answers([c.id for c in message.tool_calls], messages[i + 1 : end])
-        for position in orphans:
-            problems.append(_late_result(messages, i + 1 + position, unanswered, step=i))
-        if missing and end == n:
+        found, missing = answers([c.id for c in message.tool_calls], messages[i + 1 : end])
+        for position in found:
+            stray(i + 1 + position, i)
+        steps[i] = (end, missing)
+        if end < n:
+            for call_id in missing:
+                waiting[call_id].append((i, end))
+        i = end
+    unanswered = [(c, index, after) for c, places in waiting.items() for index, after in places]
+    return _Pairing(steps, orphans, late, unanswered)
+
+
+def _pairing(messages: Sequence[Message]) -> list[Problem]:
+    """Results against calls: orphan, missing, pending, split and misplaced results."""
+    pairing = _pair(messages)
+    problems: list[Problem] = []
+    for index, step in pairing.orphans.items():
+        call_id = messages[index].tool_call_id or ""
+        where = (
+            f"the assistant message at index {step} did not make (or already has a result for)"
+            if step is not None
+            else "no assistant message directly before it made"
+        )
+        problems.append(
+            Problem(
+                index,
+                "orphan-result",
+                f"the tool result at index {index} answers call {call_id!r}, which {where}",
+            )
+        )
+    for index, (origin, following) in pairing.late.items():
+        call_id = messages[index].tool_call_id or ""
+        batch = len(messages[origin].tool_calls) > 1
+        what = "a batch of parallel calls" if batch else "a call"
+        problems.append(
+            Problem(
+                index,
+                "split-batch" if batch else "misplaced-result",
+                f"the result of call {call_id!r} (index {index}) is separated from {what} made "
+                f"at index {origin} by the message at index {following}; results must directly "
+                "follow their call",
+            )
+        )
+    for i, (end, missing) in pairing.steps.items():
+        if missing and end == len(messages):
             problems.append(
                 Problem(
                     i,
@@ -239,53 +340,17 @@ def _pairing(messages: Sequence[Message]) -> list[Problem]:
                     "info",
                 )
             )
-        elif missing:
-            for call_id in missing:
-                unanswered[call_id].append((i, end))
-        i = end
-    for call_id, places in unanswered.items():
-        for index, following in places:
-            problems.append(
-                Problem(
-                    index,
-                    "missing-result",
-                    f"call {call_id!r} of the assistant message at index {index} has no result "
-                    f"before the next message (index {following})",
-                )
+    for call_id, index, following in pairing.unanswered:
+        problems.append(
+            Problem(
+                index,
+                "missing-result",
+                f"call {call_id!r} of the assistant message at index {index} has no result "
+                f"before the next message (index {following})",
             )
-    return problems
-
-
-def _late_result(
-    messages: Sequence[Message],
-    index: int,
-    unanswered: dict[str, list[tuple[int, int]]],
-    step: int | None,
-) -> Problem:
-    """A tool result that answers no call of the assistant message `step` it follows (None when
-    it follows no assistant message): a late result of an earlier call, or an orphan."""
-    call_id = messages[index].tool_call_id or ""
-    places = unanswered.get(call_id)
-    if not places:
-        where = (
-            f"the assistant message at index {step} did not make (or already has a result for)"
-            if step is not None
-            else "no assistant message directly before it made"
         )
-        return Problem(
-            index,
-            "orphan-result",
-            f"the tool result at index {index} answers call {call_id!r}, which {where}",
-        )
-    origin, following = places.pop(0)
-    batch = len(messages[origin].tool_calls) > 1
-    what = "a batch of parallel calls" if batch else "a call"
-    return Problem(
-        index,
-        "split-batch" if batch else "misplaced-result",
-        f"the result of call {call_id!r} (index {index}) is separated from {what} made at index "
-        f"{origin} by the message at index {following}; results must directly follow their call",
-    )
+    # Stable: problems about one message keep the order they were found in.
+    return sorted(problems, key=lambda p: p.index)
 
 
 def _duplicates(messages: Sequence[Message], provider: Provider) -> list[Problem]:
@@ -311,16 +376,37 @@ def _duplicates(messages: Sequence[Message], provider: Provider) -> list[Problem
 
 
 def _content(messages: Sequence[Message], provider: Provider) -> list[Problem]:
+    """What a provider refuses in what messages hold: a part the provider's format has no
+    equivalent for (what the adapter raises, in its words), or no content at all."""
+    carry = carried_to_anthropic if provider == "anthropic" else carried_to_openai
     problems: list[Problem] = []
     last = len(messages) - 1
     for index, message in enumerate(messages):
-        if message.role not in ("user", "assistant") or message.tool_calls or _has_media(message):
+        try:
+            carry(message)
+        except InvalidInputError as exc:
+            problems.append(
+                Problem(
+                    index,
+                    "no-equivalent",
+                    f"the {message.role} message at index {index} cannot be written for "
+                    f"{provider} without losing a part: {exc}",
+                )
+            )
+            continue
+        if message.role not in ("user", "assistant") or message.tool_calls:
             continue
         if provider == "openai":
-            empty = message.content is None and not _kept_fields(message, "openai")
+            # OpenAI takes "" and [] as content; null is what it refuses.
+            empty = (
+                message.content is None
+                and not _kept_fields(message, "openai")
+                and not _has_media(message)
+            )
         else:
             # The Messages API allows an empty final assistant message (a prefill), nothing else.
-            empty = not message.text.strip() and not (message.role == "assistant" and index == last)
+            prefill = message.role == "assistant" and index == last
+            empty = not prefill and not _sends_anthropic_content(message)
         if empty:
             problems.append(
                 Problem(
@@ -330,6 +416,20 @@ def _content(messages: Sequence[Message], provider: Provider) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _sends_anthropic_content(message: Message) -> bool:
+    """Whether `message`, written for the Messages API, sends a block that is not blank text
+    (the API refuses a message with none)."""
+    if message.text.strip():
+        return True
+    try:
+        blocks = sent_blocks(message)
+    except InvalidInputError:
+        return True  # reported already, as no-equivalent or bad-arguments
+    return any(
+        block.get("type") != "text" or str(block.get("text") or "").strip() for block in blocks
+    )
 
 
 def _has_media(message: Message) -> bool:
@@ -352,7 +452,7 @@ def _kept_fields(message: Message, provider: str) -> bool:
 
 def _anthropic(messages: Sequence[Message]) -> list[Problem]:
     """What the Messages API refuses that OpenAI takes: the role order, system text after the
-    start, and calls whose arguments cannot be a tool_use input."""
+    start, calls whose arguments cannot be a tool_use input, and no conversation at all."""
     # Each message is judged in the role the adapter sends it with, so that what `to_anthropic`
     # accepts and what `validate` reports agree (ctxfold's own summaries and notes move to user).
     problems: list[Problem] = []
@@ -392,4 +492,14 @@ def _anthropic(messages: Sequence[Message]) -> list[Problem]:
                 )
             )
         started = True
+    if not started:
+        what = "only a system prompt" if messages else "no message"
+        problems.append(
+            Problem(
+                0,
+                "no-conversation",
+                f"the history holds {what}; the Messages API needs at least one message, a user "
+                "message first",
+            )
+        )
     return problems
