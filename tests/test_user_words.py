@@ -230,6 +230,35 @@ def test_repeats_count_once_against_the_bound() -> None:
     assert words_.kept == {1, 3} and words_.repeats == {2: 3} and words_.copies == {3: 2}
 
 
+@pytest.mark.guarantee("user-repeats-collapsed")
+def test_user_messages_with_media_or_no_text_are_never_taken_for_repeats() -> None:
+    """Two pictures sent without words, or the same question asked of two images, are different
+    messages: neither is collapsed into the other (the older image was lost that way)."""
+    from ctxfold.messages import from_openai
+
+    def picture(name: str, text: str | None) -> Message:
+        parts: list[dict[str, object]] = [
+            {"type": "image_url", "image_url": {"url": f"https://example.com/{name}.png"}}
+        ]
+        if text is not None:
+            parts.insert(0, {"type": "text", "text": text})
+        [message] = from_openai([{"role": "user", "content": parts}])
+        return message
+
+    messages = [Message("system", "agent"), Message("user", "Describe what I send.")]
+    for n, (name, text) in enumerate(
+        [("a", None), ("b", None), ("c", "what is this?"), ("d", "what is this?")]
+    ):
+        messages.append(picture(name, text))
+        messages += step(f"c{n}", 150)
+    view = view_of(messages, target=tokens(messages) - 30)
+    run(Pipeline([CollapseRepeats()]), view)
+    assert not any(m.text.startswith("[ctxfold: the same user message") for m in view.messages)
+    said = [Candidate(1, "", 5, media=True), Candidate(2, "", 5, media=True)]
+    assert select_user_words(said, bound=20).repeats == {}
+    assert select_user_words([Candidate(1, " ", 5), Candidate(2, "", 5)], 20).repeats == {}
+
+
 # -- drops worth their note ------------------------------------------------------------------------
 @pytest.mark.guarantee("drops-worth-their-note")
 def test_the_window_never_puts_a_note_nearly_as_long_as_what_it_drops() -> None:

@@ -29,12 +29,14 @@ from ctxfold.summarizers.ledger.build import is_request
 
 @dataclass(frozen=True)
 class Candidate:
-    """One real user message: its position (any key that orders them), its original text, and
-    its tokens as it stands now."""
+    """One real user message: its position (any key that orders them), its original text, its
+    tokens as it stands now, and whether it carries media (an image, a document) beside its
+    text."""
 
     position: int
     text: str
     tokens: int
+    media: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,14 +80,19 @@ def select_user_words(candidates: Sequence[Candidate], bound: int) -> UserWords:
     task = next((c.position for c in candidates if is_request(c.text)), None)
     keeper: dict[str, int] = {}
     for candidate in candidates:
-        key = candidate.text.strip()
+        key = _repeat_key(candidate)
+        if key is None:
+            continue
         stands = keeper.get(key)
         if stands is None or stands != task:  # the newest copy, unless the task is one
             keeper[key] = candidate.position
     repeats: dict[int, int] = {}
     copies: dict[int, int] = {}
     for candidate in candidates:
-        stands = keeper[candidate.text.strip()]
+        key = _repeat_key(candidate)
+        if key is None:
+            continue
+        stands = keeper[key]
         copies[stands] = copies.get(stands, 0) + 1
         if stands != candidate.position:
             repeats[candidate.position] = stands
@@ -115,3 +122,11 @@ def select_user_words(candidates: Sequence[Candidate], bound: int) -> UserWords:
             full = True  # this one and every older one are past the bound
     over = tuple(c.position for c in distinct if c.position not in kept)
     return UserWords(frozenset(kept), over, repeats, copies, task)
+
+
+def _repeat_key(candidate: Candidate) -> str | None:
+    """What makes two user messages the same message: their text. None for a message that
+    repeats nothing: one with no text (two pictures sent alone are not one picture), or one
+    that carries media beside its text (the same question about another image)."""
+    key = candidate.text.strip()
+    return None if not key or candidate.media else key

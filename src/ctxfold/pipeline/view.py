@@ -15,6 +15,7 @@ from ctxfold.errors import InvalidHistoryError
 from ctxfold.events import Compaction, Mask, MaskedItem
 from ctxfold.messages import Message
 from ctxfold.messages.frames import NOTE_MARK
+from ctxfold.messages.media import attachments
 from ctxfold.messages.structure import Structure, analyze
 from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
@@ -212,7 +213,7 @@ class WorkingView:
         if self._users is None:
             structure = self.structure()
             candidates = [
-                Candidate(i, item.unmasked.text, self.counts[i])
+                Candidate(i, item.unmasked.text, self.counts[i], bool(attachments(item.unmasked)))
                 for i, item in enumerate(self.items)
                 if i >= structure.system_end and not item.synthetic and item.message.role == "user"
             ]
