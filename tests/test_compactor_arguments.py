@@ -471,3 +471,22 @@ def test_a_string_given_as_the_summarize_function_is_refused() -> None:
     """`ctx.compact(range, "text")` is a `ConfigurationError` that says to pass a function."""
     with pytest.raises(ConfigurationError, match="summarize must be a function"):
         compact_range_with("the summary").compact(session_with(over()))
+
+
+def test_the_result_of_compact_messages_unpacks_into_the_list_and_the_report() -> None:
+    """``messages, report = compact_messages(...)`` works, as the README puts it."""
+    from ctxfold import Budget, Message, compact_messages
+
+    messages, report = compact_messages([Message("system", "S"), Message("user", "hi")],
+                                        Budget(window=4_000))  # fmt: skip
+    assert [m.role for m in messages] == ["system", "user"]
+    assert report.outcome == "within-target"
+
+
+@pytest.mark.parametrize("wait_s", [float("nan"), -1, True, "5"])
+def test_a_background_wait_that_is_no_number_of_seconds_is_refused(wait_s: object) -> None:
+    """Background(wait_s=...) takes 0 or more seconds; NaN, a bool or a string is refused."""
+    from ctxfold.compactor.background import Background
+
+    with pytest.raises(ConfigurationError, match="wait_s"):
+        Background(wait_s=wait_s)  # type: ignore[arg-type]

@@ -90,7 +90,11 @@ class Background:
             raise ConfigurationError(
                 f"overshoot must be a fraction in [0, 1], not {self.overshoot!r}"
             )
-        if not isinstance(self.wait_s, (int, float)) or self.wait_s < 0:
+        if (
+            isinstance(self.wait_s, bool)
+            or not isinstance(self.wait_s, (int, float))
+            or not self.wait_s >= 0  # NaN too
+        ):
             raise ConfigurationError(f"wait_s must be 0 or more seconds, not {self.wait_s!r}")
 
     def marks(self, budget: Budget) -> tuple[int, int, int]:

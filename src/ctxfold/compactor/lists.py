@@ -8,7 +8,7 @@ exactly what a session holding the list would project.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,11 @@ class Compacted:
     @property
     def events(self) -> list[NewEvent]:
         return [NewEvent(e.type, e.data) for e in self.report.events]
+
+    def __iter__(self) -> Iterator[list[Message] | CompactionReport]:
+        """``messages, report = compact_messages(...)`` unpacks the two."""
+        yield self.messages
+        yield self.report
 
 
 def compact_messages(
