@@ -67,7 +67,7 @@ def test_recall_as_json(tmp_path: Path) -> None:
     [
         (["run"], "needs a query"),
         (["run", "x", "--ref", "2-5"], "not both"),
-        (["run", "x", "--max-tokens", "0"], "max_tokens"),
+        (["run", "x", "--max-tokens", "0"], "--max-tokens"),
         (["run", "--ref", "c99"], "'c99'"),
         (["nobody", "x"], "no session 'nobody'"),
     ],

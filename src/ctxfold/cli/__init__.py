@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ctxfold.cli._errors import CtxfoldGroup
+from ctxfold.cli._errors import CtxfoldGroup, end_on_sigterm
 from ctxfold.cli.compact import compact
 from ctxfold.cli.demo import demo
 from ctxfold.cli.replay import replay
@@ -22,7 +22,8 @@ from ctxfold.cli.validate import validate
 def cli() -> None:
     """Keep long-running LLM agent conversations inside the model's context window.
 
-    Exit status: 0 done, 1 problems found (validate) or a ctxfold bug, 2 bad input.
+    Exit status: 0 done, 1 problems found (validate) or a ctxfold bug, 2 bad input,
+    130 interrupted, 143 terminated.
 
     \b
     Examples:
@@ -39,7 +40,8 @@ for command in (compact, replay, validate, sessions, demo):
 
 
 def main() -> None:
-    """Entry point of the ``ctxfold`` console script."""
+    """Entry point of the ``ctxfold`` console script (and ``python -m ctxfold``)."""
+    end_on_sigterm()
     cli.main(prog_name="ctxfold")
 
 

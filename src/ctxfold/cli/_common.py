@@ -5,15 +5,17 @@ Environment variables are read here and in `_errors` and nowhere else in ctxfold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from ctxfold.errors import BudgetError, MissingDependencyError
+from ctxfold.errors import BudgetError, CtxfoldError, MissingDependencyError
 from ctxfold.messages import Transcript, read_transcript
 
 if TYPE_CHECKING:
@@ -99,29 +101,43 @@ def build_budget(
     target: float | None = None,
     keep_recent_tokens: int | None = None,
 ) -> Budget:
-    """The budget the options describe; exactly one of --window and --model is needed."""
+    """The budget the options describe; exactly one of --window and --model is needed. A
+    budget that cannot work is a `BudgetError` in the words of the command line's flags."""
+    import dataclasses
+
     from ctxfold.tokens import Budget, lookup
+    from ctxfold.tokens.budget import target_in_tokens
 
     if (window is None) == (model is None):
         raise click.UsageError("give either --window N or --model NAME (one of them, not both)")
     if model is not None and lookup(model) is None:
         raise BudgetError(f"unknown model {model!r}; give its context window with --window N")
     fields: dict[str, Any] = {}
-    if target is not None:
-        fields["target"] = target
     if keep_recent_tokens is not None:
         fields["keep_recent_tokens"] = keep_recent_tokens
+    given = f"--model {model}" if model is not None else f"--window {window}"
     try:
         if model is not None:
-            return Budget.for_model(model, **fields)
-        return Budget(window=cast(int, window), **fields)
+            budget = Budget.for_model(model, **fields)
+        else:
+            budget = Budget(window=cast(int, window), **fields)
     except BudgetError as exc:
-        given = " ".join(
-            f"{flag} {value}"
-            for flag, value in (("--window", window), ("--model", model), ("--target", target))
-            if value is not None
-        )
         raise BudgetError(f"{given}: {exc}") from None
+    if target is None:
+        return budget
+    try:
+        return dataclasses.replace(budget, target=target)
+    except BudgetError:
+        # The one way a target that passed the option's own check can fail: it is not below
+        # the point where compaction starts. Quote that point as the default target has it
+        # (for a small window a larger target can move it up): any target below it works.
+        shown = str(int(target)) if float(target).is_integer() else repr(target)
+        raise BudgetError(
+            f"--target {shown} is {tokens(target_in_tokens(target, budget.window))} tokens, "
+            f"not below the trigger point of {tokens(budget.trigger_tokens)}, where "
+            f"compaction starts with {given} (the window less {tokens(budget.reserve_tokens)} "
+            "tokens kept for the reply); give a smaller --target, such as the default 0.4"
+        ) from None
 
 
 def summarizer_options(command: F) -> F:
@@ -210,9 +226,10 @@ def open_database(url: str | None, *, create: bool = True) -> StoreBase:
     from ctxfold.errors import StoreUnavailableError
     from ctxfold.storage import default_sqlite_path, open_store
 
-    named = _named(url)
+    named = named_store(url)
     if named:
-        return open_store(named, create=create)
+        with _password_masked(named):
+            return open_store(named, create=create)
     path = default_sqlite_path()
     if not create and not path.exists():
         # Nothing named, and the embedded file not made yet: nothing was ever stored here.
@@ -229,24 +246,123 @@ def database_file(url: str | None) -> Path | None:
     from ctxfold.storage import default_sqlite_path
     from ctxfold.storage.url import sqlite_file
 
-    named = _named(url)
-    return sqlite_file(named) if named else default_sqlite_path()
+    named = named_store(url)
+    if not named:
+        return default_sqlite_path()
+    with _password_masked(named):
+        return sqlite_file(named)
 
 
-def _named(url: str | None) -> str:
+def in_memory(url: str | None) -> bool:
+    """True when `url` (or $CTXFOLD_DATABASE_URL) names a store that lives in this process's
+    memory (``memory://``, ``sqlite:///:memory:``), which no other process can see."""
+    named = named_store(url)
+    scheme, separator, _ = named.partition("://")
+    if not separator:
+        return False
+    if scheme.lower() == "memory":
+        return True
+    return scheme.lower() == "sqlite" and database_file(url) is None
+
+
+def named_store(url: str | None) -> str:
+    """The store URL in effect: -d's `url`, else $CTXFOLD_DATABASE_URL; empty for the embedded
+    SQLite file."""
     return url or os.environ.get(DATABASE_ENV, "").strip()
 
 
-def check_writable(path: Path) -> None:
-    """Fail before any work when `path` cannot be written: its folder must exist."""
-    from ctxfold.errors import InvalidInputError
+@contextlib.contextmanager
+def _password_masked(url: str) -> Iterator[None]:
+    """Mask the password of `url` in any error raised inside, as the PostgreSQL store does for
+    its own: an error line may end up in a log or a bug report."""
+    from ctxfold.storage.checks import redacted
 
-    if str(path) == "-":
+    try:
+        yield
+    except CtxfoldError as exc:
+        shown = redacted(url)
+        if shown != url:
+            exc.args = tuple(
+                arg.replace(url, shown) if isinstance(arg, str) else arg for arg in exc.args
+            )
+        raise
+
+
+class OutputFile(click.Path):
+    """An output file option: a path (``-`` for stdout when `dash`), never an empty one, which
+    click would read as the current folder."""
+
+    def __init__(self, *, dash: bool = True) -> None:
+        super().__init__(dir_okay=False, allow_dash=dash, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            where = " or '-' for stdout" if self.allow_dash else ""
+            self.fail(f"{value!r} names no file; give a file name{where}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def is_stdout(path: Path | None) -> bool:
+    """True for the ``-`` that an output option reads as stdout."""
+    return path is not None and str(path) == "-"
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any work when `path` plainly cannot be written: an empty path, a folder, a
+    missing folder, one this process may not write (see `check_target`)."""
+    from ctxfold._files import check_target
+
+    if not is_stdout(path):
+        check_target(path)
+
+
+def check_not_input(output: Path, inputs: list[Path], option: str) -> None:
+    """Refuse (a usage error, exit 2) the output file `option` names (``"-o/--output"``,
+    ``"--html"``) when it is one of the `inputs`, through a link or another spelling included,
+    before any work: the write would replace a file the command reads. ``-`` (stdout) is never
+    an input.
+
+    >>> check_not_input(Path("run.small.jsonl"), [Path("run.jsonl")], "-o/--output")
+    """
+    if is_stdout(output):
         return
-    if path.is_dir():
-        raise InvalidInputError(f"cannot write {path}: it is a folder")
-    if not path.parent.is_dir():
-        raise InvalidInputError(f"cannot write {path}: folder {path.parent} does not exist")
+    for given in inputs:
+        if _same_file(output, given):
+            raise click.BadParameter(
+                f"{str(output)!r} is the input transcript {str(given)!r}; writing there would "
+                "replace it, so give another file",
+                param_hint=" / ".join(f"'{flag}'" for flag in option.split("/")),
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them is not there yet: compare where the names lead
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters escaped as Python writes them (``\\n``, ``\\x1b``,
+    ``\\u2028``), so that a value from a store (a session id, say) stays on its line and cannot
+    drive the terminal; everything else, non-ASCII letters included, is left as it is.
+
+    >>> printable("run\\n42\\x1b[2J")
+    'run\\\\n42\\\\x1b[2J'
+    """
+    return "".join(_escaped(char) for char in text)
+
+
+def _escaped(char: str) -> str:
+    if unicodedata.category(char) in ("Cc", "Zl", "Zp") or char in _BIDI_CONTROLS:
+        return repr(char)[1:-1]
+    return char
+
+
+# Characters that reorder how a terminal shows the text around them.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def echo_json(data: Any, *, err: bool = False) -> None:

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from ctxfold.cli._common import (
+    OutputFile,
     build_budget,
     build_summarizer,
+    check_not_input,
     check_writable,
     echo_json,
     input_argument,
+    is_stdout,
     json_option,
     parse_target,
     read_input,
@@ -34,8 +37,8 @@ if TYPE_CHECKING:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the compacted history ('-' for stdout). "
+    type=OutputFile(),
+    help="Where to write the compacted history ('-' for stdout), never INPUT itself. "
     "Default: INPUT's name with .compacted.jsonl, beside it.",
 )
 @window_options
@@ -89,6 +92,7 @@ def compact(
     from ctxfold.tokens import counter
 
     destination = output or input.with_name(f"{input.name.removesuffix('.jsonl')}.compacted.jsonl")
+    check_not_input(destination, [input], "-o/--output")
     check_writable(destination)
     budget = build_budget(window, model, target, keep_recent_tokens)
     transcript = read_input(input, repair=repair, provider=fmt)
@@ -102,7 +106,8 @@ def compact(
         counter=count,
         redact=redact_secrets if redact else None,
     )
-    if str(destination) == "-":
+    to_stdout = is_stdout(destination)
+    if to_stdout:
         sys.stdout.write(dumps_jsonl(result.messages, out_format))
     else:
         write_jsonl(destination, result.messages, format=out_format)
@@ -119,9 +124,9 @@ def compact(
         "repaired": len(transcript.fixes),
     }
     if as_json:
-        echo_json(summary, err=str(destination) == "-")
+        echo_json(summary, err=to_stdout)
     else:
-        _print_summary(summary, result.report, to_stderr=str(destination) == "-")
+        _print_summary(summary, result.report, to_stderr=to_stdout)
 
 
 def report_dict(report: CompactionReport) -> dict[str, Any]:
@@ -175,7 +180,7 @@ def _print_summary(summary: dict[str, Any], report: CompactionReport, to_stderr:
         f"{tokens(summary['tokens_after'])} tokens (target {tokens(summary['target'])}, "
         f"window {tokens(summary['window'])}); {fits}"
     )
-    for line in strategy_lines(report) or ["  no strategy ran: the transcript already fits"]:
+    for line in strategy_lines(report) or [f"  no strategy ran: {_why_none(summary)}"]:
         say(line)
     ids = summary["identifiers"]
     say(f"  identifiers: {ids['kept']} kept, {ids['left_out']} left out")
@@ -192,3 +197,18 @@ def _print_summary(summary: dict[str, Any], report: CompactionReport, to_stderr:
         f"wrote {summary['output']} ({summary['format']}, {summary['messages_after']} messages, "
         f"was {summary['messages_before']}); a valid {summary['format']} history"
     )
+
+
+def _why_none(summary: dict[str, Any]) -> str:
+    """Why a compaction that ran no strategy left the transcript as it was."""
+    if summary["fits"]:
+        return "the transcript already fits the target"
+    if summary["pinned_tokens"] > summary["target"]:
+        # Under the window (else the command would have failed), over the target: a history
+        # the provider accepts, but one no strategy may shrink.
+        return (
+            f"the messages that must stay (system prompt, current request, newest step) take "
+            f"{tokens(summary['pinned_tokens'])} tokens, more than the target; the history "
+            "still fits the window"
+        )
+    return "nothing in the transcript could be compacted; it still fits the window"

@@ -11,11 +11,23 @@ DEMO_WINDOW = 16_000
 DEMO_STEPS = 60
 
 
+def _folder(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    """--out: a folder name; an empty one, which would mean the current folder, is refused."""
+    if not value.strip():
+        raise click.BadParameter(
+            f"{value!r} names no folder; give one, such as ctxfold-demo ('.' for this one)",
+            ctx,
+            param,
+        )
+    return Path(value)
+
+
 @click.command()
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("ctxfold-demo"),
+    type=click.Path(file_okay=False),
+    callback=_folder,
+    default="ctxfold-demo",
     show_default=True,
     help="Folder for the session, its log and the HTML page.",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -10,15 +11,23 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from ctxfold.cli._common import (
+    DATABASE_ENV,
+    OutputFile,
+    check_writable,
     database_file,
     database_option,
     echo_json,
+    in_memory,
     input_argument,
+    is_stdout,
     json_option,
+    named_store,
     open_database,
+    printable,
     read_input,
     repair_option,
 )
+from ctxfold.cli._errors import terminated
 from ctxfold.errors import ConflictError, InvalidInputError
 from ctxfold.events import (
     MESSAGE,
@@ -129,8 +138,8 @@ def log(session_id: str, database: str | None, as_json: bool) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write here instead of stdout.",
+    type=OutputFile(),
+    help="Write here instead of stdout ('-' is stdout too).",
 )
 @click.option(
     "--format",
@@ -141,7 +150,8 @@ def log(session_id: str, database: str | None, as_json: bool) -> None:
 )
 @database_option()
 def export(session_id: str, output: Path | None, fmt: str, database: str | None) -> None:
-    """Export the projected history of session ID as JSONL, ready to send to a provider.
+    """Export the projected history of session ID as JSONL, ready to send to a provider: to
+    stdout, or to the file -o names.
 
     \b
     Example:
@@ -149,9 +159,11 @@ def export(session_id: str, output: Path | None, fmt: str, database: str | None)
     """
     from ctxfold.messages import dumps_jsonl, write_jsonl
 
+    if output is not None:
+        check_writable(output)
     with open_database(_database(database), create=False) as store:
         messages = _existing(store, session_id).messages()
-    if output is None:
+    if output is None or is_stdout(output):
         click.echo(dumps_jsonl(messages, cast("Format", fmt)), nl=False)
         return
     write_jsonl(output, messages, format=cast("Format", fmt))
@@ -177,15 +189,24 @@ def import_transcript(
       ctxfold sessions import run.jsonl --session run-42 -d sqlite:///agent.db
     """
     transcript = read_input(input, repair=repair)
-    with open_database(_database(database)) as store:
-        try:
-            # expected_seq=0: the store itself refuses, atomically, a session that has events.
-            events = store.session(session_id).append(transcript.messages, expected_seq=0)
-        except ConflictError as exc:
-            raise InvalidInputError(
-                f"session {session_id!r} already has {exc.actual_seq} events; "
-                "import into a new --session id"
-            ) from None
+    events: list[Event] | None = None
+    appending = False
+    try:
+        with open_database(_database(database)) as store:
+            try:
+                appending = True
+                # expected_seq=0: the store itself refuses, atomically, a session that has events.
+                events = store.session(session_id).append(transcript.messages, expected_seq=0)
+            except ConflictError as exc:
+                raise InvalidInputError(
+                    f"session {session_id!r} already has {exc.actual_seq} events; "
+                    "import into a new --session id"
+                ) from None
+    except KeyboardInterrupt as exc:
+        # The line printed for the interrupt says what it left, so that a retry is not a guess.
+        count = len(transcript.messages)
+        exc.args = (_interrupted_import(session_id, count, appending, events),)
+        raise
     if _json(as_json):
         echo_json(
             {
@@ -204,6 +225,27 @@ def import_transcript(
     )
 
 
+def _interrupted_import(
+    session_id: str, count: int, appending: bool, events: list[Event] | None
+) -> str:
+    """What an import interrupted at some point left in the store: nothing before the append
+    began, everything once it returned, and in between, the store's all or nothing, which
+    only the store can now tell."""
+    if not appending:
+        return "interrupted before anything was stored; the import can be run again"
+    if events is not None:
+        # The append returned: the store committed it, whatever the interrupt cut short after.
+        return (
+            f"interrupted after the import was stored: session {session_id!r} holds the "
+            f"{count} messages (seq {events[0].seq}-{events[-1].seq})"
+        )
+    return (
+        f"interrupted; an import is all or nothing, so session {session_id!r} holds either all "
+        f"{count} messages or none: run ctxfold sessions show {shlex.quote(session_id)} to "
+        "tell which"
+    )
+
+
 def _list(database: str | None, as_json: bool) -> None:
     with open_database(database, create=False) as store:
         found = [(session_id, store.last_seq(session_id)) for session_id in store.sessions()]
@@ -211,7 +253,7 @@ def _list(database: str | None, as_json: bool) -> None:
         echo_json({"sessions": [{"id": i, "events": n} for i, n in found]})
         return
     for session_id, count in found:
-        click.echo(f"{session_id}\t{count} events")
+        click.echo(f"{printable(session_id)}\t{count} events")
 
 
 @sessions.command("recall")
@@ -225,7 +267,7 @@ def _list(database: str | None, as_json: bool) -> None:
 )
 @click.option(
     "--max-tokens",
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_MAX_TOKENS,
     show_default=True,
     help="The most tokens to print, frame included.",
@@ -274,6 +316,13 @@ def recall(
     )
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--idle-timeout: a number of seconds, 0 or more (inf: for ever), never NaN."""
+    if value is not None and value != value:
+        raise click.BadParameter("nan is not a number of seconds; give 0 or more", ctx, param)
+    return value
+
+
 @sessions.command("watch")
 @click.argument("session_id", metavar="SESSION")
 @click.option(
@@ -287,6 +336,7 @@ def recall(
 @click.option(
     "--idle-timeout",
     type=click.FloatRange(min=0),
+    callback=_seconds,
     default=None,
     metavar="S",
     help="Stop after S seconds with no new event (default: follow until interrupted).",
@@ -309,6 +359,13 @@ def watch(
       ctxfold sessions watch chat-1 --after 120 -d postgresql://agent@db.internal/agents
     """
     url = _database(database)
+    if in_memory(url):
+        named = url or f"{named_store(url)} (from ${DATABASE_ENV})"
+        raise InvalidInputError(
+            f"cannot watch {named}: a store in memory lives and dies with one process, so no "
+            "other process can add events to it and the watch would wait for ever; name the "
+            "database the agent writes to, such as sqlite:///agent.db"
+        )
     try:
         file = database_file(url)
         if file is not None and not _appeared(file, idle_timeout):
@@ -323,7 +380,9 @@ def watch(
                 else:
                     click.echo(f"{event.seq:>5}  {event.type:<10}  {_describe(event)}")
     except KeyboardInterrupt:
-        pass  # Ctrl-C is how a watch ends: a clean exit, no traceback
+        if terminated():
+            raise  # SIGTERM: a service manager stopping it, told apart by the exit status
+        # Ctrl-C is how a watch ends: a clean exit, no traceback
 
 
 def _appeared(file: Path, idle_timeout: float | None) -> bool:

@@ -9,14 +9,16 @@ from typing import Any, cast
 import click
 
 from ctxfold.cli._common import (
+    OutputFile,
     check_writable,
     echo_json,
     input_argument,
+    is_stdout,
     json_option,
     plural,
     read_input,
 )
-from ctxfold.messages import Problem, Transcript, read_transcript, write_jsonl
+from ctxfold.messages import Problem, Transcript, dumps_jsonl, read_transcript, write_jsonl
 from ctxfold.messages import validate as find_problems
 from ctxfold.messages.validity import Provider
 
@@ -37,8 +39,8 @@ from ctxfold.messages.validity import Provider
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where --repair writes the repaired history (same format as INPUT).",
+    type=OutputFile(),
+    help="Where --repair writes the repaired history (same format as INPUT); '-' for stdout.",
 )
 @json_option
 def validate(
@@ -54,13 +56,17 @@ def validate(
     Examples:
       ctxfold validate run.jsonl
       ctxfold validate run.jsonl --provider anthropic --repair -o run.fixed.jsonl
+      ctxfold validate run.jsonl --repair -o - | head
     """
     if repair != (output is not None):
         raise click.UsageError("--repair and -o go together: --repair -o OUT")
     if repair and output is not None:
         check_writable(output)
         fixed = read_input(input, repair=True, provider=provider)
-        write_jsonl(output, fixed.messages, format=fixed.format)
+        if is_stdout(output):
+            sys.stdout.write(dumps_jsonl(fixed.messages, fixed.format))
+        else:
+            write_jsonl(output, fixed.messages, format=fixed.format)
         _repaired(fixed, output, as_json)
         return
     transcript = read_transcript(input, provider=cast("Provider | None", provider), check=False)
@@ -107,6 +113,8 @@ def _checked(transcript: Transcript, problems: list[Problem]) -> dict[str, Any]:
 
 
 def _repaired(fixed: Transcript, output: Path, as_json: bool) -> None:
+    # With -o -, stdout carries the history, so the report goes to stderr.
+    to_stderr = is_stdout(output)
     if as_json:
         data = _checked(fixed, list(fixed.notes))
         data.update(
@@ -121,10 +129,11 @@ def _repaired(fixed: Transcript, output: Path, as_json: bool) -> None:
                 for f in fixed.fixes
             ],
         )
-        echo_json(data)
+        echo_json(data, err=to_stderr)
         return
     click.echo(
         f"{fixed.source}: {plural(len(fixed.fixes), 'change')} "
         f"({len(fixed.input_lines)} -> {len(fixed.messages)} messages); wrote {output}, "
-        f"valid for {fixed.provider}"
+        f"valid for {fixed.provider}",
+        err=to_stderr,
     )
