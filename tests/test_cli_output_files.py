@@ -266,6 +266,19 @@ def test_compact_refuses_to_write_over_its_input(
     assert transcript.read_bytes() == before
 
 
+def test_replay_refuses_to_write_its_page_over_its_input(transcript: Path, tmp_path: Path) -> None:
+    """``replay X --html X`` is a usage error, and X is left as it was (it became the HTML page,
+    which then no longer read as a transcript); an empty --html names no file."""
+    before = transcript.read_bytes()
+    done = run_cli(["replay", str(transcript), "--window", "8000", "--html", str(transcript)],
+                   how="runner", home=tmp_path)  # fmt: skip
+    assert done.code == 2 and "is the input transcript" in done.stderr and "--html" in done.stderr
+    assert transcript.read_bytes() == before
+    empty = run_cli(["replay", str(transcript), "--window", "8000", "--html", ""],
+                    how="runner", home=tmp_path)  # fmt: skip
+    assert empty.code == 2 and "names no file" in empty.stderr
+
+
 @pytest.mark.parametrize("command", ["export", "validate"])
 def test_a_dash_output_goes_to_stdout(command: str, transcript: Path, tmp_path: Path) -> None:
     """``-o -`` writes the history to stdout for ``sessions export`` and ``validate --repair``

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from ctxfold.cli._common import (
+    OutputFile,
     build_budget,
     build_summarizer,
+    check_not_input,
     check_writable,
     database_option,
     echo_json,
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputFile(dash=False),
     help="Write a self-contained HTML page with a chart of the run to this file.",
 )
 @summarizer_options
@@ -73,6 +75,7 @@ def replay(
       ctxfold replay run.jsonl --window 16000 --html replay.html
     """
     if html is not None:
+        check_not_input(html, [input], "--html")
         check_writable(html)
     budget = build_budget(window, model)
     transcript = read_input(input, repair=repair)
