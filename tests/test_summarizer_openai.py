@@ -135,6 +135,24 @@ def test_a_slow_answer_past_the_timeout_raises_summarizer_error(server: FakeLLMS
     assert isinstance(caught.value.__cause__, openai.APITimeoutError)
 
 
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [("garbled", "failed: JSONDecodeError"), ("no_choices", "a response with no choices")],
+)
+def test_an_answer_that_holds_no_completion_raises_summarizer_error(
+    server: FakeLLMServer, mode: str, says: str
+) -> None:
+    """A 200 whose body is not JSON (a proxy's page) or holds no choices is a SummarizerError
+    naming the summarizer: the compaction reports it, instead of a bare JSONDecodeError or a
+    silent decline."""
+    server.mode = mode  # type: ignore[assignment]
+    with pytest.raises(SummarizerError, match=says) as caught:
+        OpenAISummarizer("gpt-4o-mini", client=client_for(server))(
+            build_request(engine_stretch(history()))
+        )
+    assert "gpt-4o-mini" in str(caught.value)
+
+
 @pytest.mark.parametrize("mode", ["empty", "echo"])
 @pytest.mark.guarantee("echo-rejected")
 def test_an_empty_or_echoed_answer_is_a_decline(server: FakeLLMServer, mode: str) -> None:

@@ -148,8 +148,8 @@ def summarizer_options(command: F) -> F:
         type=click.FloatRange(min=0, min_open=True),
         default=None,
         metavar="SECONDS",
-        help="How long one call of an LLM summarizer may take before it fails, and the "
-        "compaction goes on without it. Default: the SDK's own.",
+        help="How long one attempt of an LLM summarizer's call may take before it fails (the "
+        "SDK tries twice more), and the compaction goes on without it. Default: the SDK's own.",
     )(command)
     command = click.option(
         "--redact/--no-redact",

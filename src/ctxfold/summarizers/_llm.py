@@ -242,7 +242,9 @@ class SDKSummarizer(LLMSummarizer, Generic[ClientT, AsyncClientT]):
         """The client method one call goes to, e.g. ``client.chat.completions.create``."""
 
     def _api_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._sdk.APIError,)
+        # ValueError: an answer that is not JSON (a proxy's error page with status 200), which
+        # the SDK's parser raises as a bare JSONDecodeError.
+        return (self._sdk.APIError, ValueError)
 
     def _endpoint(self, *, asynchronous: bool) -> Callable[..., Any]:
         client = self.async_client_for_call() if asynchronous else self.sync_client()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxfold.errors import SummarizerError
 from ctxfold.summarizers._llm import SDKSummarizer, read_answer
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
@@ -46,9 +47,13 @@ def chat_params(
 def read_chat_completion(response: Any, request: SummaryRequest, model: str) -> SummaryResult:
     """A Chat Completions response (or anything shaped like one) as a `SummaryResult`."""
     choices = getattr(response, "choices", None) or []
-    choice = choices[0] if choices else None
-    text = choice.message.content if choice is not None else None
-    cut_off = choice is not None and choice.finish_reason == "length"
+    if not choices:
+        # Not a decline (an empty answer is one): the API sent no answer at all, which a proxy
+        # or an overloaded server can do; said as a failure, so that it shows.
+        raise SummarizerError(f"summarizer {model!r} got a response with no choices to read")
+    choice = choices[0]
+    text = choice.message.content
+    cut_off = choice.finish_reason == "length"
     usage = ("prompt_tokens", "completion_tokens")
     return read_answer(text, request, response, model=model, usage=usage, cut_off=cut_off)
 

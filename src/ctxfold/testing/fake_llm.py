@@ -16,10 +16,11 @@ What it answers is scripted with modes: ``"ok"`` (a completion whose text is `re
 real context-length error), ``"overflow_output"`` (the error for a prompt that fits but not with
 the output it asked room for: Anthropic's "exceed context limit", OpenAI's "you requested"),
 ``"empty"`` (a completion with no text), ``"echo"`` (a completion that repeats the prompt's
-last user message) and ``"unauthorized"`` (a 401 whose message quotes the key the request
-carried, as some proxies answer: what a caller must not pass on). `enqueue` sets the next
-answers one by one; after them, `mode` applies. With `max_context`, a request whose estimated
-size exceeds it gets the overflow error, as a real model would answer.
+last user message), ``"unauthorized"`` (a 401 whose message quotes the key the request
+carried, as some proxies answer: what a caller must not pass on), ``"garbled"`` (a 200 whose
+body, labelled JSON, is an HTML page) and ``"no_choices"`` (an OpenAI completion with no choices).
+`enqueue` sets the next answers one by one; after them, `mode` applies. With `max_context`, a
+request whose estimated size exceeds it gets the overflow error, as a real model would answer.
 """
 
 from __future__ import annotations
@@ -38,7 +39,16 @@ from typing import Any, Literal
 from ctxfold.errors import ConfigurationError
 
 Mode = Literal[
-    "ok", "error", "slow", "overflow", "overflow_output", "empty", "echo", "unauthorized"
+    "ok",
+    "error",
+    "slow",
+    "overflow",
+    "overflow_output",
+    "empty",
+    "echo",
+    "unauthorized",
+    "garbled",
+    "no_choices",
 ]
 Api = Literal["openai", "anthropic"]
 
@@ -207,7 +217,7 @@ class FakeLLMServer:
             return "overflow"
         return mode
 
-    def _answer(self, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
+    def _answer(self, request: RecordedRequest) -> tuple[int, dict[str, Any] | str]:
         mode = self._next_mode(request)
         if mode == "slow":
             # A wait that shutdown interrupts, so a test never hangs on a slow answer.
@@ -216,6 +226,8 @@ class FakeLLMServer:
             return 500, _server_error(request.api)
         if mode == "unauthorized":
             return 401, _unauthorized_error(request)
+        if mode == "garbled":
+            return 200, _GARBLED
         if mode == "overflow":
             return 400, _overflow_error(request.api, request.estimated_tokens, self.max_context)
         if mode == "overflow_output":
@@ -223,7 +235,10 @@ class FakeLLMServer:
         text = {"empty": "", "echo": request.user}.get(mode)
         if text is None:
             text = self.reply(request)
-        return 200, _completion(request, text)
+        answer = _completion(request, text)
+        if mode == "no_choices" and request.api == "openai":
+            answer["choices"] = []
+        return 200, answer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -251,10 +266,12 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload = self.fake._answer(RecordedRequest(api, self.path, headers, body))
         self._send(status, payload)
 
-    def _send(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: Mapping[str, Any] | str) -> None:
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        data = text.encode()
         try:
             self.send_response(status)
+            # Said to be JSON even when it is not ("garbled"): what a misconfigured proxy sends.
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             # Retry quickly: the SDKs honour this header, so retried tests stay fast.
@@ -317,6 +334,10 @@ def _completion(request: RecordedRequest, text: str) -> dict[str, Any]:
             "total_tokens": prompt_tokens + output_tokens,
         },
     }
+
+
+_GARBLED = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+"""What a proxy in the way answers, with status 200 as some do."""
 
 
 def _unauthorized_error(request: RecordedRequest) -> dict[str, Any]:
