@@ -12,11 +12,9 @@ What an append hands the store and the projection is worked out in `ctxfold.sess
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, cast
 
 from ctxfold.errors import ConflictError, InvalidHistoryError, InvalidInputError
@@ -43,6 +41,7 @@ from ctxfold.session.appended import (
     private_event,
     refuse_non_batch,
 )
+from ctxfold.session.collector import collector_paused
 from ctxfold.session.fold import Fold
 from ctxfold.session.projection import Item
 from ctxfold.session.recall import DEFAULT_MAX_TOKENS, Recalled, Recaller
@@ -385,10 +384,8 @@ class Session:
                     self._mark = mark
                 return
             self._started = True
-            # The first look builds the whole projection: hundreds of thousands of objects
-            # that all stay alive. The cyclic collector would walk them again and again while
-            # they are made (half the time of a cold start), and could free none of them.
-            with _collector_paused():
+            # The first look builds the whole projection (see ctxfold.session.collector).
+            with collector_paused():
                 if self._state.projection.last_seq == 0:
                     loaded = checkpoint.load(self.store, self.id)
                     if loaded is not None:
@@ -598,38 +595,6 @@ class Session:
 
 # `store.session(id)` builds a Session; the store layer cannot import this one (it sits below).
 register_session_type(Session)
-
-
-_paused_lock = threading.Lock()
-_paused_depth = 0
-_paused_from_enabled = False
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hold off the cyclic garbage collector for the block (reference counting still frees
-    everything that is not in a cycle). Nested and concurrent blocks share one pause, and the
-    collector comes back only if it was on when the first of them began."""
-    global _paused_depth, _paused_from_enabled
-    with _paused_lock:
-        if _paused_depth == 0:
-            _paused_from_enabled = gc.isenabled()
-            gc.disable()
-        _paused_depth += 1
-    try:
-        yield
-    finally:
-        with _paused_lock:
-            _paused_depth -= 1
-            if _paused_depth == 0 and _paused_from_enabled:
-                # Hand what the block made to the oldest generation, where a collection meets
-                # it only when a full one is due, instead of walking it all at once in the
-                # next young collection; nothing is kept from being freed. Not when the
-                # application froze objects itself: unfreezing would undo that.
-                if gc.get_freeze_count() == 0:
-                    gc.freeze()
-                    gc.unfreeze()
-                gc.enable()
 
 
 __all__ = ["Session"]
