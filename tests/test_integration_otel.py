@@ -134,3 +134,54 @@ def test_without_an_sdk_the_tracer_records_nothing() -> None:
         )
     )
     assert compactor.maybe_compact(long_session()) is not None
+
+
+SECRET = "sk-proj-" + "Zx8Cv7Bn6Mm5Ll4Kk3Jj2Hh1" * 2
+
+
+@pytest.mark.guarantee("compaction-traced")
+def test_an_application_listener_that_raises_leaves_the_trace_whole_and_redacted() -> None:
+    """With `instrument`, the span of a run whose own on_report or on_start raised is still
+    ended and exported, and the listener's error, which quoted a key, is redacted on it."""
+    for hook in ("on_report", "on_start"):
+        tracer, exporter = traced()
+
+        def leaky(value: object) -> None:
+            raise RuntimeError(f"audit store refused Authorization: Bearer {SECRET}")
+
+        compactor = Compactor(
+            Budget(window=3_000, max_output=500, keep_user_tokens=0),
+            summarizer=summarizer(),
+            counter=FixedCounter(),
+            **{hook: leaky},  # type: ignore[arg-type]
+        )
+        report = tracer.instrument(compactor).maybe_compact(long_session())
+        assert report is not None and report.error is not None and SECRET not in report.error
+        (span,) = exporter.get_finished_spans()
+        assert tracer._open == {}
+        if hook == "on_start":  # reported before the span ends; on_report's comes after it
+            assert SECRET not in str((span.attributes or {}).get("ctxfold.error"))
+
+
+@pytest.mark.guarantee("compaction-traced")
+def test_a_manual_compaction_that_raises_ends_its_span_with_an_error() -> None:
+    """A manual compact whose summarizer raises raises to the caller, and its span is ended with
+    error status and the error, redacted, instead of staying open for good."""
+    tracer, exporter = traced()
+
+    def failing(request: object) -> str:
+        raise RuntimeError(f"upstream said OPENAI_API_KEY={SECRET}")
+
+    compactor = tracer.instrument(
+        Compactor(
+            Budget(window=3_000, max_output=500, keep_user_tokens=0),
+            summarizer=FunctionSummarizer(failing),
+            counter=FixedCounter(),
+        )
+    )
+    with pytest.raises(Exception, match="upstream said"):
+        compactor.compact(long_session())
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert SECRET not in str(span.status.description)
+    assert tracer._open == {}

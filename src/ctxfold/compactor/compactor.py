@@ -30,6 +30,7 @@ from ctxfold.protocols import Summarizer, TokenCounter
 from ctxfold.session import AsyncSession, Session
 from ctxfold.summarizers.base import as_summarizer
 from ctxfold.summarizers.extractive import ExtractiveSummarizer
+from ctxfold.summarizers.redact import redact_secrets
 from ctxfold.tokens import Budget
 from ctxfold.tokens.budget import target_in_tokens
 from ctxfold.tokens.counters import as_counter
@@ -292,14 +293,26 @@ class Compactor:
         larger one a count of tokens; anything else is a `BudgetError`."""
         _blocking(session, "compact")
         flow = self._flow("manual", self._target(target), manual=True)
-        return self._finish(run_sync(flow, self._edge(), session), raising=True)
+        started: list[CompactionStart] = []
+        try:
+            report = run_sync(flow, self._edge(started), session)
+        except Exception as exc:
+            self._failed(started, exc)
+            raise
+        return self._finish(report, raising=True)
 
     async def acompact(
         self, session: Session | AsyncSession, *, target: float | None = None
     ) -> CompactionReport:
         """`compact` for asyncio code."""
         flow = self._flow("manual", self._target(target), manual=True)
-        return self._finish(await run_async(flow, self._edge(), _sync(session)), raising=True)
+        started: list[CompactionStart] = []
+        try:
+            report = await run_async(flow, self._edge(started), _sync(session))
+        except Exception as exc:
+            self._failed(started, exc)
+            raise
+        return self._finish(report, raising=True)
 
     def recover_from_overflow(
         self, session: Session, *, error: BaseException | None = None
@@ -449,8 +462,38 @@ class Compactor:
         finished = [self._finish(report) for report in reports]
         return finished[-1] if finished else None
 
-    def _edge(self) -> Edge:
-        return Edge(self.summarizer, self.counter, self._tools_tokens, self.on_start, self.on_trim)
+    def _edge(self, started: list[CompactionStart] | None = None) -> Edge:
+        """What the drivers answer with; with `started`, each run's start is kept there too."""
+        on_start = self.on_start
+        if started is not None:
+            listener = on_start
+
+            def on_start(start: CompactionStart) -> None:
+                started.append(start)
+                if listener is not None:
+                    listener(start)
+
+        return Edge(self.summarizer, self.counter, self._tools_tokens, on_start, self.on_trim)
+
+    def _failed(self, started: Sequence[CompactionStart], exc: Exception) -> None:
+        """A manual run that raises after it started still ends, for `on_report` listeners
+        (a tracer's span, an audit record), with a report of outcome "failed"; then `exc` goes
+        on up. A listener that raises here is logged, so that it hides nothing of `exc`."""
+        if not started or self.on_report is None:
+            return
+        start = started[-1]
+        report = CompactionReport(
+            session_id=start.session_id,
+            reason=start.reason,
+            tokens_before=start.tokens_before,
+            tokens_after=start.tokens_before,
+            target=start.target,
+            fits=False,
+            pinned_tokens=0,
+            outcome="failed",
+            error=redact_secrets(f"{type(exc).__name__}: {exc}"),
+        )
+        self._finish(report)
 
     def _finish(self, report: CompactionReport, *, raising: bool = False) -> CompactionReport:
         """Log `report` and tell the `on_report` listener. One that raises is logged and named in

@@ -40,6 +40,7 @@ from ctxfold.compactor.run import Planned, RunSettings, Step, plan
 from ctxfold.errors import ConflictError, EmptySessionError, InvalidHistoryError
 from ctxfold.events import MASK, RESHAPING, Compaction, Event, Mask, MaskedItem, NewEvent
 from ctxfold.pipeline.view import Applied
+from ctxfold.summarizers.redact import redact_secrets
 
 MAX_PLANS = 2
 """Plans per compaction: the first, and one more when the history changed under it."""
@@ -187,7 +188,7 @@ def _started(start: CompactionStart, raise_failures: bool) -> Generator[SessionS
     except Exception as exc:
         if raise_failures:
             raise
-        return f"on_start raised {type(exc).__name__}: {exc}"
+        return redact_secrets(f"on_start raised {type(exc).__name__}: {exc}")
     return ""
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from ctxfold.events import Event
 from ctxfold.messages import Message
 from ctxfold.pipeline.accounting import StrategyEffect
+from ctxfold.summarizers.redact import redact_secrets
 
 Reason = Literal["threshold", "overflow", "manual", "callback"]
 """Why a run ran: the automatic trigger, a provider's overflow, a manual call, or an
@@ -148,7 +149,7 @@ class CompactionReport:
         """This report with what the `listener` ("on_start", "on_trim", "on_report") raised
         added to `error`, after any error it holds: in the automatic trigger a listener that
         raises is reported, never raised (`run-reported`, `trim-reported`)."""
-        said = f"{listener} raised {type(exc).__name__}: {exc}"
+        said = redact_secrets(f"{listener} raised {type(exc).__name__}: {exc}")
         return replace(self, error=said if self.error is None else f"{self.error}; {said}")
 
     def describe(self) -> str:

@@ -126,8 +126,12 @@ def _both(first: Callable[[Any], Any] | None, second: Callable[[Any], Any]) -> C
         return second
 
     def call(value: Any) -> None:
-        first(value)
-        second(value)
+        # The tracer hears every run even when the application's own listener raises (which
+        # the compactor then reports): a span left open would never be exported.
+        try:
+            first(value)
+        finally:
+            second(value)
 
     return call
 
