@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -399,3 +400,162 @@ def test_a_call_that_fails_before_the_answer_leaves_nothing_and_its_message_is_l
     state = agent.get_state({"configurable": {"thread_id": "lc-failed"}}).values["messages"]
     logged = logged_messages(restarted.session("lc-failed"))
     assert [conv.kept(m)["data"]["id"] for m in logged[1:]] == [m.id for m in state]
+
+
+class InjectContext(AgentMiddleware):
+    """A middleware outside ctxfold that adds retrieved context to each request, not the state."""
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        context = HumanMessage(content="Retrieved context: the freeze starts Friday.")
+        return handler(request.override(messages=[*request.messages, context]))
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+def test_a_message_only_the_request_holds_is_sent_once_and_never_logged() -> None:
+    """Context a middleware adds to each request reaches the model once per call, where it was
+    put, and the log holds only the thread's own messages."""
+    model = ScriptedChat(messages=script(), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [InjectContext(), middleware])
+    run_tasks(agent, 0, 2, thread="lc-inject")
+    for request in model.requests:
+        assert_valid(request)
+        injected = [m for m in request if "Retrieved context" in str(m.content)]
+        assert len(injected) == 1 and request[-1] is injected[0]
+    logged = logged_messages(middleware.session("lc-inject"))
+    assert not any("Retrieved context" in (m.content or "") for m in logged)
+
+
+def invalid_calls() -> Iterator[AIMessage]:
+    """Per task: one valid and one invalid tool call, then an answer."""
+    for n in range(10):
+        yield AIMessage(
+            content="calling",
+            tool_calls=[{"name": "read", "args": {"path": f"f{n}"}, "id": f"c{n}"}],
+            invalid_tool_calls=[
+                {"name": "read", "args": "{broken", "id": f"bad{n}", "error": "bad json"}
+            ],
+        )
+        yield AIMessage(content=f"done {n}")
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+@pytest.mark.guarantee("integration-requests-valid-and-within-window")
+def test_invalid_tool_calls_get_their_error_result_once_across_a_restart(
+    reopen: Callable[[], EventStore],
+) -> None:
+    """The error result LangChain adds for an invalid tool call follows its call in every
+    request, once, as LangChain alone would send it; a new process appends nothing twice."""
+    model = ScriptedChat(messages=invalid_calls(), requests=[])
+    checkpointer = InMemorySaver()
+    middleware = CtxfoldMiddleware(store=reopen())
+    run_tasks(make_agent(model, checkpointer, [middleware]), 0, 1, thread="lc-invalid")
+    restarted = CtxfoldMiddleware(store=reopen())
+    agent = make_agent(model, checkpointer, [restarted])
+    run_tasks(agent, 1, 1, thread="lc-invalid")
+    state = agent.get_state({"configurable": {"thread_id": "lc-invalid"}}).values["messages"]
+    last = model.requests[-1][1:]
+    assert [(type(m), m.content) for m in last] == [(type(m), m.content) for m in state[:-1]]
+    for request in model.requests:
+        results = [m.tool_call_id for m in request if isinstance(m, ToolMessage)]
+        assert len(results) == len(set(results))
+    ids = [conv.kept(m)["data"]["id"] for m in logged_messages(restarted.session("lc-invalid"))]
+    assert len(ids) == len(set(ids))
+
+
+class Wipe(AgentMiddleware):
+    """Empties the graph state before the next model call but for the newest message, once."""
+
+    armed = False
+
+    def before_model(self, state: Any, runtime: Any) -> Any:
+        from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+        if not self.armed:
+            return None
+        self.armed = False
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *state["messages"][-1:]]}
+
+
+class TrimOld(AgentMiddleware):
+    """Removes all but the three newest messages from the graph state, by id."""
+
+    def before_model(self, state: Any, runtime: Any) -> Any:
+        old = state["messages"][:-3]
+        return {"messages": [RemoveMessage(id=m.id) for m in old]} if old else None
+
+
+def test_removing_every_message_from_the_state_resets_what_the_model_is_sent() -> None:
+    """After ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` the model no longer sees what was
+    removed; the log keeps it behind a reset event."""
+    model = ScriptedChat(
+        messages=iter([AIMessage(content=f"answer {n}") for n in range(3)]), requests=[]
+    )
+    wipe = Wipe()
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [wipe, middleware])
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "my password is hunter2"}]},
+        {"configurable": {"thread_id": "lc-wipe"}},
+    )
+    wipe.armed = True
+    run_tasks(agent, 0, 2, thread="lc-wipe")
+    assert [m.content for m in model.requests[1]] == ["Fix the bug.", "task 0"]
+    assert [m.content for m in model.requests[2]] == [
+        "Fix the bug.",
+        "task 0",
+        "answer 1",
+        "task 1",
+    ]
+    assert any(e.type == "reset" for e in middleware.session("lc-wipe").events())
+
+
+def test_messages_a_middleware_removes_by_id_are_no_longer_sent() -> None:
+    """A middleware that trims the state with ``RemoveMessage(id=...)``: the model is sent what
+    the state holds, with the system prompt."""
+    model = ScriptedChat(
+        messages=iter([AIMessage(content=f"answer {n}") for n in range(5)]), requests=[]
+    )
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [TrimOld(), middleware])
+    run_tasks(agent, 0, 4, thread="lc-trim")
+    state = agent.get_state({"configurable": {"thread_id": "lc-trim"}}).values["messages"]
+    assert [m.content for m in state] == ["task 2", "answer 2", "task 3", "answer 3"]
+    assert [m.content for m in model.requests[-1]] == [
+        "Fix the bug.",
+        "task 2",
+        "answer 2",
+        "task 3",
+    ]
+    session = middleware.session("lc-trim")
+    assert [m.content for m in session.messages()][1:] == [m.content for m in state]
+
+
+def test_an_answer_with_a_lone_surrogate_is_stored_with_a_replacement_character() -> None:
+    """A model answer holding half an emoji is logged with U+FFFD in its place (pairs kept)
+    and the thread goes on."""
+    answers = iter(
+        [
+            AIMessage(content="half \ud83d, whole \U0001f600", id="a1"),
+            AIMessage(content="fine", id="a2"),
+        ]
+    )
+    model = ScriptedChat(messages=answers, requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    run_tasks(agent, 0, 2, thread="lc-surrogate")
+    logged = [m.content for m in logged_messages(middleware.session("lc-surrogate"))]
+    assert "half \ufffd, whole \U0001f600" in logged and "fine" in logged
+
+
+@pytest.mark.parametrize("thread_id", [1, uuid.UUID(int=7)])
+def test_thread_ids_langgraph_accepts_name_the_session_of_their_text(thread_id: Any) -> None:
+    """An int or a UUID thread id names the ctxfold session of its ``str()``."""
+    model = ScriptedChat(messages=iter([AIMessage(content="ok")]), requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = make_agent(model, InMemorySaver(), [middleware])
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "hi"}]},
+        {"configurable": {"thread_id": thread_id}},
+    )
+    assert [m.content for m in middleware.session(str(thread_id)).messages()][1:] == ["hi", "ok"]

@@ -68,9 +68,11 @@ def to_message(message: Any, *, index: int) -> Message:
     where += f" ({message.type}, id {message.id!r})"
     stored = message_to_dict(message)
     try:
-        json.dumps(stored)
+        dumped = json.dumps(stored, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{where} cannot be stored as JSON: {exc}") from exc
+    if not _encodable(dumped):
+        stored = _replace_surrogates(stored)
     role = _role(message, where)
     tool_calls: tuple[ToolCall, ...] = ()
     if isinstance(message, AIMessage):
@@ -82,15 +84,40 @@ def to_message(message: Any, *, index: int) -> Message:
     tool_call_id = getattr(message, "tool_call_id", None) if role == "tool" else None
     if role == "tool" and not tool_call_id:
         raise InvalidInputError(f"{where} is a tool message without a tool_call_id")
-    text = str(message.text)
+    text = _replace_surrogates(str(message.text))
     return Message(
         role,
         text if text or not tool_calls else None,
-        tool_calls=tool_calls,
-        tool_call_id=tool_call_id,
-        name=message.name,
+        tool_calls=_replace_surrogates(tool_calls),
+        tool_call_id=_replace_surrogates(tool_call_id),
+        name=_replace_surrogates(message.name),
         extra={NAMESPACE: stored},
     )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _replace_surrogates(value: Any) -> Any:
+    """`value` with each lone surrogate in its strings replaced by U+FFFD (a model may answer
+    with half an emoji; no store can hold it), and surrogate pairs joined into the character
+    they stand for."""
+    if isinstance(value, str):
+        if _encodable(value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_replace_surrogates(v) for v in value)
+    if isinstance(value, ToolCall):
+        return ToolCall(*(_replace_surrogates(f) for f in (value.id, value.name, value.arguments)))
+    return value
 
 
 def from_message(message: Message) -> AnyMessage:

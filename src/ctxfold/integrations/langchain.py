@@ -15,6 +15,8 @@ rewritten, so the checkpointer still holds every message, and a tool call is nev
 from its result, whatever the window. New messages are logged before the model sees them, except
 a run's new user message when nothing has to be compacted: that goes in with the model's final
 answer, which is logged as the model returns it (one append a run, and no graph step of its own).
+What is logged is the graph state's messages: a message only the request holds (a middleware's
+per-call context) is sent, not logged; a removal from the state resets the projection to it.
 
 Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'`` (langchain 1.2.11 or later, on
 langgraph 1.1.5 or later).
@@ -24,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
-from ctxfold.events import NewEvent, Retraction
+from ctxfold.events import NewEvent, Reset, Retraction
 from ctxfold.integrations._common import (
     KEY,
     PerConversation,
@@ -53,8 +56,9 @@ LANGGRAPH_MINIMUM = "1.1.5"
 the conversation's session (1.1.4 has the field, without the thread id)."""
 
 try:
+    from langchain.agents.factory import _patch_invalid_tool_calls
     from langchain.agents.middleware import AgentMiddleware
-    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
     from ctxfold.integrations import _langchain_messages as conv
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -147,24 +151,25 @@ class CtxfoldMiddleware(AgentMiddleware):
         returns it."""
         thread = self._thread(request.runtime)
         state = _state(request)
-        messages = thread.ahead(request.messages, state, self.compactor)
+        history, extras = _split(request.messages, state)
+        messages = thread.ahead(history, state, self.compactor)
         if messages is None:
-            thread.record(request.messages, request.system_message, state)
+            thread.record(history, request.system_message, state)
             if needs_compaction(self.compactor, thread.session, fresh=False):
                 assert self.compactor is not None
                 self.compactor.maybe_compact(thread.session)
         try:
             if messages is None:
-                messages = thread.projection(request.messages, fresh=False)
-            response = handler(request.override(messages=messages))
+                messages = thread.projection(history, fresh=False)
+            response = handler(request.override(messages=_sent(messages, extras, history)))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
-            thread.record(request.messages, request.system_message, state)
+            thread.record(history, request.system_message, state)
             self.compactor.recover_from_overflow(thread.session)
-            messages = thread.projection(request.messages, fresh=False)
-            response = handler(request.override(messages=messages))
-        thread.record_answer(response, len(request.messages))
+            messages = thread.projection(history, fresh=False)
+            response = handler(request.override(messages=_sent(messages, extras, history)))
+        thread.record_answer(response, len(history))
         return response
 
     async def awrap_model_call(
@@ -174,30 +179,32 @@ class CtxfoldMiddleware(AgentMiddleware):
     ) -> Any:
         """`wrap_model_call` for async agents; store I/O runs in worker threads."""
         known = self._threads.known(_thread_id(request.runtime))
+        state = _state(request)
+        history, extras = _split(request.messages, state)
         ahead = None
         if known is not None:
-            ahead = known.ahead(request.messages, _state(request), self.compactor)
+            ahead = known.ahead(history, state, self.compactor)
         if known is not None and ahead is not None:
             thread, messages = known, ahead
         else:
             # One trip to a worker thread when no compaction is due, the usual case.
-            thread, prepared = await asyncio.to_thread(self._prepare, request)
+            thread, prepared = await asyncio.to_thread(self._prepare, request, history, state)
             if prepared is None:
                 assert self.compactor is not None
                 await self.compactor.amaybe_compact(thread.session)
-                prepared = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
+                prepared = await asyncio.to_thread(thread.projection, history, fresh=False)
             messages = prepared
         try:
-            response = await handler(request.override(messages=messages))
+            response = await handler(request.override(messages=_sent(messages, extras, history)))
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
-            await asyncio.to_thread(self._prepare, request)
+            await asyncio.to_thread(self._prepare, request, history, state)
             await self.compactor.arecover_from_overflow(thread.session)
-            messages = await asyncio.to_thread(thread.projection, request.messages, fresh=False)
-            response = await handler(request.override(messages=messages))
+            messages = await asyncio.to_thread(thread.projection, history, fresh=False)
+            response = await handler(request.override(messages=_sent(messages, extras, history)))
         if thread.pending or _answer(response) is not None:
-            await asyncio.to_thread(thread.record_answer, response, len(request.messages))
+            await asyncio.to_thread(thread.record_answer, response, len(history))
         return response
 
     def session(self, thread_id: str) -> Session:
@@ -205,19 +212,22 @@ class CtxfoldMiddleware(AgentMiddleware):
         return self._thread_for(thread_id).session
 
     # -- internals -------------------------------------------------------------------------
-    def _prepare(self, request: ModelRequest[Any]) -> tuple[_Thread, list[AnyMessage] | None]:
-        """Log what is new; then the projection, or None when the compactor must look first."""
+    def _prepare(
+        self, request: ModelRequest[Any], history: Sequence[Any], state: Sequence[Any] | None
+    ) -> tuple[_Thread, list[AnyMessage] | None]:
+        """Log what is new in `history`; then the projection, or None when the compactor must
+        look first."""
         thread = self._thread(request.runtime)
-        thread.record(request.messages, request.system_message, _state(request))
+        thread.record(history, request.system_message, state)
         if needs_compaction(self.compactor, thread.session, fresh=False):
             return thread, None
-        return thread, thread.projection(request.messages, fresh=False)
+        return thread, thread.projection(history, fresh=False)
 
     def _thread(self, runtime: Runtime[Any] | None) -> _Thread:
         return self._thread_for(_thread_id(runtime))
 
     def _thread_for(self, thread_id: Any) -> _Thread:
-        return self._threads[thread_id]
+        return self._threads[_session_id(thread_id)]
 
     def _recall_tool(self) -> BaseTool:
         from langchain_core.tools import StructuredTool
@@ -227,7 +237,7 @@ class CtxfoldMiddleware(AgentMiddleware):
         assert recall is not None
 
         def invoke(**arguments: Any) -> str:
-            thread_id = get_config().get("configurable", {}).get("thread_id")
+            thread_id = _session_id(get_config().get("configurable", {}).get("thread_id"))
             return recall(self._thread_for(thread_id).session, arguments)
 
         return StructuredTool.from_function(
@@ -329,17 +339,32 @@ class _Thread:
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
             start = self._logged
+            reset = False
             if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
-                # The state changed otherwise: positions may have moved.
+                # The state changed otherwise: positions may have moved, or messages gone.
                 start, self._where = 0, {}
                 self._segments.forget()
+                reset = state is not None and self._removed(state)
+            if reset:
+                assert state is not None
+                # The projection starts over from the state as it is now (the log keeps all).
+                new = [NewEvent.of(Reset())]
+                if system is not None:
+                    new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
+                for position, message in enumerate(state):
+                    if not _answers_invalid_call(state, position):
+                        source = _source(state, position)
+                        converted = conv.to_message(message, index=position)
+                        new.append(with_source(converted, source))
             for position in range(start, len(messages)):
                 message = messages[position]
                 source = _source(messages, position)
                 self._where[hashable(source)] = position
-                if source not in self.index:
+                if reset:
+                    continue
+                if source not in self.index and not _answers_invalid_call(messages, position):
                     new.append(with_source(conv.to_message(message, index=position), source))
-            lost = self._lost_answer(messages if state is None else state)
+            lost = None if reset else self._lost_answer(messages if state is None else state)
             if lost is not None:
                 new.insert(0, NewEvent.of(Retraction(lost)))
             if new:
@@ -381,6 +406,27 @@ class _Thread:
                     if always:
                         raise
             self._pending = []
+
+    def _removed(self, state: Sequence[Any]) -> bool:
+        """Whether the graph state no longer holds a message the projection shows or stands for
+        (a ``RemoveMessage``, by id or ``REMOVE_ALL_MESSAGES``, a trimming middleware): then the
+        projection must start over from the state (`_record` appends a reset event and the
+        state's messages), since only the newest item can be retracted. An answer
+        `record_answer` logged that the state never got is `_lost_answer`'s."""
+        present = {m.id for m in state if getattr(m, "id", None)}
+        source_at = {seq: source for source, seq in self.index.seq_of.items()}
+        lost = None
+        if self._unconfirmed_answer(state):
+            assert self.index.newest is not None
+            lost = source_of(self.index.newest)
+        for item in self.session.items(fresh=False):
+            first, last = item.span
+            for seq in range(first, last + 1):
+                source = source_at.get(seq)
+                gone = source not in present and source not in (SYSTEM, lost)
+                if isinstance(source, str) and gone:
+                    return True
+        return False
 
     def _unconfirmed_answer(self, state: Sequence[Any]) -> bool:
         """Whether the newest logged message is an answer `record_answer` logged that the graph
@@ -456,7 +502,15 @@ state held it (`_Thread.record_answer`)."""
 
 def _thread_id(runtime: Runtime[Any] | None) -> Any:
     info = getattr(runtime, "execution_info", None)
-    return getattr(info, "thread_id", None)
+    return _session_id(getattr(info, "thread_id", None))
+
+
+def _session_id(thread_id: Any) -> Any:
+    """The session id for a thread id: LangGraph also takes an int or a `uuid.UUID`, which name
+    the session of their `str()` (``1`` and ``"1"`` are one thread to LangGraph's savers too)."""
+    if isinstance(thread_id, (int, uuid.UUID)) and not isinstance(thread_id, bool):
+        return str(thread_id)
+    return thread_id
 
 
 def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:
@@ -465,6 +519,79 @@ def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:
     state = getattr(request, "state", None)
     messages = state.get("messages") if isinstance(state, dict) else None
     return messages if isinstance(messages, list) else None
+
+
+def _split(
+    messages: Sequence[Any], state: Sequence[Any] | None
+) -> tuple[Sequence[Any], list[tuple[int, Any]]]:
+    """The request's messages that the graph state holds (the thread's history, which is
+    logged), and the others: messages a middleware or LangChain added to this one request (a
+    retrieved context, the error result LangChain adds for an invalid tool call), each with the
+    position in that history it follows (-1 for the start). Those are sent, never logged: the
+    next request brings them again if they still apply, and logging them would show the model
+    one more copy at every call."""
+    if state is None or messages is state:
+        return messages, []
+    if len(messages) == len(state) and (
+        not messages or (messages[0] is state[0] and messages[-1] is state[-1])
+    ):
+        return messages, []
+    held = {id(m) for m in state}
+    ids = {m.id for m in state if getattr(m, "id", None)}
+    history: list[Any] = []
+    extras: list[tuple[int, Any]] = []
+    for message in messages:
+        if id(message) in held or getattr(message, "id", None) in ids:
+            history.append(message)
+        else:
+            extras.append((len(history) - 1, message))
+    return (history, extras) if extras else (messages, [])
+
+
+def _sent(
+    projected: list[AnyMessage], extras: list[tuple[int, Any]], history: Sequence[Any]
+) -> list[AnyMessage]:
+    """What the model is sent: `projected` with the request's own messages (`_split`) put
+    back, each after the history message it followed, or after the nearest earlier one still
+    projected. A tool result whose call is not projected (a compaction took it) is left out, so
+    the request stays valid; an invalid tool call gets LangChain's error result right after it,
+    as LangChain would send it (`_answers_invalid_call`)."""
+    if not extras:
+        return _patch_invalid_tool_calls(projected)
+    at = {m.id: i for i, m in enumerate(projected) if m.id}
+    after: dict[int, list[AnyMessage]] = {}
+    for position, message in extras:
+        slot = None
+        while position >= 0 and slot is None:
+            slot = at.get(getattr(history[position], "id", None) or "")
+            if isinstance(message, ToolMessage):
+                break  # only right after its call
+            position -= 1
+        if slot is None and isinstance(message, ToolMessage):
+            continue
+        after.setdefault(-1 if slot is None else slot, []).append(message)
+    out = list(after.get(-1, ()))
+    for index, message in enumerate(projected):
+        out.append(message)
+        out.extend(after.get(index, ()))
+    return _patch_invalid_tool_calls(out)
+
+
+def _answers_invalid_call(messages: Sequence[Any], position: int) -> bool:
+    """Whether the message at `position` is the error result LangChain adds for an invalid tool
+    call of the AI message before it (``_patch_invalid_tool_calls``). It is never logged: the
+    log's AI message keeps its invalid calls, and `_sent` adds the result again right after it,
+    wherever the projection shows it. (LangChain writes it into the graph state after the AI
+    message's own tool results were logged, so logging it would put it after them.)"""
+    message = messages[position]
+    if not isinstance(message, ToolMessage):
+        return False
+    while position > 0 and isinstance(messages[position - 1], ToolMessage):
+        position -= 1
+    call = messages[position - 1] if position > 0 else None
+    if not isinstance(call, AIMessage):
+        return False
+    return any(c.get("id") == message.tool_call_id for c in call.invalid_tool_calls)
 
 
 def _answer(response: Any) -> AIMessage | None:
