@@ -482,3 +482,97 @@ async def test_a_change_to_the_projection_between_runs_reaches_the_next_request(
     # ... the answer to "three", and the note with "four"
     assert result.output == "four after 5"
     assert capability.as_given == [False, True, False, False]
+
+
+@pytest.mark.guarantee("integration-no-duplicates-after-restart")
+@pytest.mark.parametrize("stop", ["error", "cancel"])
+async def test_a_run_stopped_after_a_tool_round_can_be_retried_from_the_kept_history(
+    stop: str, reopen: Callable[[], EventStore]
+) -> None:
+    """A run that raises or is cancelled in its second tool round has logged its first rounds;
+    a retry from the history the application kept takes them back out of the projection (the
+    log keeps them) and goes on: the model sees nothing of the stopped run, and a new process
+    continues with nothing twice."""
+    import asyncio
+
+    script = Script()
+    capability = CtxfoldCapability(store=reopen())
+    agent = Agent(FunctionModel(script), instructions="Fix the bug.", capabilities=[capability])
+    reads = {"left": -1}
+    started = asyncio.Event()
+
+    @agent.tool_plain
+    async def read(path: str) -> str:
+        """Read a file."""
+        reads["left"] -= 1
+        if reads["left"] == 0:
+            if stop == "cancel":
+                started.set()
+                await asyncio.sleep(60)
+            raise RuntimeError("disk on fire")
+        return tool_output(path)
+
+    kept = await run_tasks(agent, 0, 1, [])
+    reads["left"] = 2
+    task = asyncio.create_task(agent.run("lost task", message_history=kept, conversation_id="pa"))
+    if stop == "cancel":
+        await started.wait()
+        task.cancel()
+    with pytest.raises((RuntimeError, asyncio.CancelledError)):
+        await task
+    assert len(logged_messages(capability.session("pa"))) > len(kept)
+
+    script.requests.clear()
+    history = await run_tasks(agent, 1, 1, kept)
+    seen = [str(p) for request in script.requests for m in request for p in m.parts]
+    assert not any("lost task" in text for text in seen)
+    for request in script.requests:
+        assert_valid(request)
+
+    restarted = CtxfoldCapability(store=reopen())
+    history = await run_tasks(make_agent(script, restarted), 2, 1, history)
+    projected = [item.message for item in restarted.session("pa").items()]
+    assert [m.extra for m in projected] == [
+        m.extra
+        for i, message in enumerate(history)
+        for m in conv.to_messages(message, index=i, sourced=True)
+    ]  # the projection is the history, each message once
+
+
+@pytest.mark.parametrize("arguments", ["null", "[1,2]", "5", '"s"'])
+async def test_recall_called_with_arguments_that_are_not_an_object_answers_with_an_error_text(
+    arguments: str,
+) -> None:
+    """A recall call whose arguments are not a JSON object is answered with recall's short error
+    text, and the run goes on."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("recall", arguments, tool_call_id="r1")])
+        return ModelResponse(parts=[TextPart("ok")])
+
+    capability = CtxfoldCapability(store=MemoryStore(), recall=True)
+    result = await Agent(FunctionModel(model), capabilities=[capability]).run(
+        "q", conversation_id="pa-recall"
+    )
+    assert result.output == "ok"
+    (answer,) = [
+        p.content for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)
+    ]
+    assert answer.startswith("recall error: the arguments must be a JSON object")
+
+
+async def test_a_lone_surrogate_in_an_answer_is_logged_as_the_replacement_character() -> None:
+    """A model answer holding half a surrogate pair is logged with U+FFFD in its place, and a
+    whole pair as it is; the run ends normally."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("half \ud83d, whole \U0001f600")])
+
+    capability = CtxfoldCapability(store=MemoryStore())
+    result = await Agent(FunctionModel(model), capabilities=[capability]).run(
+        "hi", conversation_id="pa-surrogate"
+    )
+    assert result.output == "half \ud83d, whole \U0001f600"
+    logged = logged_messages(capability.session("pa-surrogate"))
+    assert logged[-1].content == "half \ufffd, whole \U0001f600"

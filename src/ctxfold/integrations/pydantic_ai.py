@@ -22,16 +22,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
+from ctxfold.events import MESSAGE, Event, NewEvent, Retraction
 from ctxfold.integrations._common import (
     PerConversation,
     Segments,
     SourceIndex,
     check_recall,
     fits_ahead,
+    hashable,
     make_compactor,
     needs_compaction,
     plain_extra,
@@ -177,10 +179,12 @@ class CtxfoldCapability(AbstractCapability[Any]):
             return None
         from pydantic_ai.tools import Tool
         from pydantic_ai.toolsets import FunctionToolset
+        from pydantic_core import SchemaValidator, core_schema
 
         async def invoke(ctx: RunContext[Any], **arguments: Any) -> str:
             session = (await asyncio.to_thread(self._conversation, ctx.conversation_id)).session
-            return await asyncio.to_thread(recall, session, arguments)
+            given = arguments.get(_RAW, arguments) if len(arguments) == 1 else arguments
+            return await asyncio.to_thread(recall, session, given)
 
         tool = Tool[Any].from_schema(
             invoke,
@@ -188,6 +192,13 @@ class CtxfoldCapability(AbstractCapability[Any]):
             description=recall.description,
             json_schema=dict(recall.parameters),
             takes_ctx=True,
+        )
+        # Arguments that are not a JSON object (null, a list, a number) reach `recall` as they
+        # came, under a key of their own, so it answers them with its short error text instead
+        # of pydantic-ai failing the run on them.
+        tool.function_schema = dataclasses.replace(
+            tool.function_schema,
+            validator=SchemaValidator(core_schema.no_info_plain_validator_function(_as_keywords)),
         )
         return FunctionToolset([tool])
 
@@ -226,7 +237,7 @@ class _Conversation:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.index = SourceIndex()
+        self.index = _Index()
         self._history: Sequence[Any] = ()
         self._split: dict[int, int] = {}
         """How many logged messages each history position was split into."""
@@ -272,7 +283,8 @@ class _Conversation:
             tail = history[start:]
             if not tail or not all(isinstance(m, ModelRequest) for m in tail):
                 return None
-            self._check_continues(history)
+            if not self._continues(history):
+                return None  # `record` takes back an unfinished run's messages, or refuses
             adding: list[Message] = []
             converted: dict[int, tuple[Any, list[Message]]] = {}
             for position in range(start, len(history)):
@@ -300,7 +312,7 @@ class _Conversation:
         """Append the messages of `history` the log does not hold yet, in one atomic append.
 
         Positions are logged in order, so every position up to the newest logged one is in the
-        log already (`_check_continues` has just made sure the history still holds it): only the
+        log already (`_continues` has just made sure the history still holds it): only the
         positions after it are looked at."""
         try:
             self._record(history, look=False)
@@ -311,17 +323,23 @@ class _Conversation:
     def _record(self, history: Sequence[Any], *, look: bool) -> None:
         with self._lock:
             expected = self.index.look(self.session, always=look)
-            self._check_continues(history)
+            retractions: list[NewEvent] = []
+            if self._continues(history):
+                newest = self.index.newest
+                start = source_of(newest)[1] + 1 if newest is not None else 0
+            else:
+                retractions, start = self._take_back(history)
+                self._checked = None
+                for stale in [p for p in self._split if p >= start]:
+                    del self._split[stale]
             self._history = list(history)
-            newest = self.index.newest
-            start = source_of(newest)[1] + 1 if newest is not None else 0
             early, self._converted = self._converted, {}
             # The projection stays the history's own messages when it was before this append
             # and the append adds every new position, whole, and nothing else lands with it.
-            mirrored = self._mirror == (self.session.last_seq, start)
+            mirrored = not retractions and self._mirror == (self.session.last_seq, start)
             logged: dict[int, list[Message]] = {}
             for position in range(start, len(history)):
-                if ("m", position, 0) in self.index.seq_of:
+                if not retractions and ("m", position, 0) in self.index.seq_of:
                     mirrored = False
                     continue
                 kept = early.get(position)
@@ -338,7 +356,12 @@ class _Conversation:
                 self._split[position] = len(messages)
                 mirrored = mirrored and bool(messages)
                 new.extend(messages)
-            if new:
+            if retractions:
+                # Taken back and continued in one atomic append: the log never shows the
+                # history half taken back.
+                self.index.fold(self.session.append([*retractions, *new], expected_seq=expected))
+                self._mirror = None
+            elif new:
                 seq = self.session.last_seq
                 stored = self.session.append(new, expected_seq=expected)
                 self.index.fold(stored)
@@ -353,21 +376,65 @@ class _Conversation:
                     # need not convert it a second time to know the history continues the log.
                     self._checked = (history[source_of(newest)[1]], newest)
 
-    def _check_continues(self, history: Sequence[Any]) -> None:
-        """Refuse a history that does not continue the log: positions are the mapping, so a
-        history that is shorter, or differs at the newest logged message, would be misread."""
+    def _continues(self, history: Sequence[Any]) -> bool:
+        """Whether `history` continues the log: positions are the mapping, so a history that is
+        shorter, or differs at the newest logged message, would be misread."""
         newest = self.index.newest
         if newest is None:
-            return
+            return True
         _, position, part = source_of(newest)
-        if position < len(history):
-            checked = self._checked
-            if checked is not None and checked[0] is history[position] and checked[1] is newest:
-                return  # the very objects found to match before
-            given = conv.to_messages(history[position], index=position)
-            if part < len(given) and given[part].extra == plain_extra(newest):
-                self._checked = (history[position], newest)
-                return
+        if position >= len(history):
+            return False
+        checked = self._checked
+        if checked is not None and checked[0] is history[position] and checked[1] is newest:
+            return True  # the very objects found to match before
+        if self._matches(history, position, part, newest):
+            self._checked = (history[position], newest)
+            return True
+        return False
+
+    @staticmethod
+    def _matches(history: Sequence[Any], position: int, part: int, logged: Message) -> bool:
+        given = conv.to_messages(history[position], index=position)
+        return part < len(given) and given[part].extra == plain_extra(logged)
+
+    def _take_back(self, history: Sequence[Any]) -> tuple[list[NewEvent], int]:
+        """The retractions that take back what a run that did not reach its end logged beyond
+        `history`, and the first position `history` adds; else the refusal.
+
+        A run logs its rounds before each model request and its last response only at its end,
+        so when the log holds the history as given and, after it, the messages of one run
+        (one ``run_id``) that end with a request, that run failed or was cancelled after a tool
+        round, and the application retries from the history it kept: its messages leave the
+        projection (the log keeps them) and the retry goes on from the history. Anything else
+        (another run's messages, a compaction past the history) is refused."""
+        items = self.session.items(fresh=False)
+        if not items or items[-1].message.role == "assistant":
+            self._refuse(history)  # the log's newest message is a response: its run ended
+        tail: list[int] = []
+        runs: set[Any] = set()
+        start = 0
+        for item in reversed(items):
+            source = source_of(item.message)
+            if not (isinstance(source, list) and len(source) == 3):
+                self._refuse(history)  # a summary or note: compacted past the history
+            _, position, part = source
+            if position < len(history) and self._matches(history, position, part, item.message):
+                if part != len(conv.to_messages(history[position], index=position)) - 1:
+                    self._refuse(history)  # the history's message there holds more
+                start = position + 1
+                break
+            tail.append(item.id)
+            kept = item.message.extra.get(conv.NAMESPACE)
+            header = kept.get("header") if isinstance(kept, dict) else None
+            runs.add(header.get("run_id") if isinstance(header, dict) else None)
+        if len(runs) != 1:
+            self._refuse(history)  # the messages after the history are not one run's
+        return [NewEvent.of(Retraction(item_id)) for item_id in tail], start
+
+    def _refuse(self, history: Sequence[Any]) -> NoReturn:
+        newest = self.index.newest
+        position = source_of(newest)[1] if newest is not None else 0
         raise InvalidInputError(
             f"conversation {self.session.id!r}: the message history passed ({len(history)} "
             f"messages) does not continue what ctxfold logged for it (message {position} "
@@ -435,6 +502,44 @@ class _Conversation:
         if position not in self._split:
             self._split[position] = len(conv.to_messages(self._history[position], index=position))
         return position if self._split[position] == len(group) else None
+
+
+_RAW = "\x00arguments"
+"""The keyword under which the recall tool receives arguments that are not a JSON object."""
+
+
+def _as_keywords(arguments: Any) -> dict[str, Any]:
+    return arguments if isinstance(arguments, dict) else {_RAW: arguments}
+
+
+class _Index(SourceIndex):
+    """`SourceIndex` that honours a run taken back (`_Conversation._take_back`): a message
+    logged at a position the log already holds starts the history over from there, so the
+    positions from it on are those of the messages logged since. A retraction alone (the
+    application's) frees no position."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._keyed: list[tuple[int, Any]] = []
+        """(position, key) of each keyed message still mapped, in seq order."""
+
+    def fold(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.last_seq = event.seq
+            if event.type != MESSAGE:
+                continue
+            message = event.message
+            source = source_of(message)
+            if source is None:
+                continue
+            key = hashable(source)
+            if key in self.seq_of:
+                keyed = self._keyed
+                while keyed and keyed[-1][0] >= key[1]:
+                    self.seq_of.pop(keyed.pop()[1], None)
+            self.seq_of[key] = event.seq
+            self._keyed.append((key[1], key))
+            self.newest = message
 
 
 class _Piece:
