@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -13,10 +14,14 @@ from tests._frameworks import minimum
 
 pytest.importorskip("agents", minversion=minimum("agents"))
 
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
-from agents.memory import SQLiteSession
+from agents.memory import SessionSettings, SQLiteSession
 from agents.models.interface import Model
+from agents.retry import ModelRetryAdvice, ModelRetrySettings, retry_policies
+from agents.testing import ScriptedModel as SDKScriptedModel
+from agents.testing import assistant_message
+from agents.testing.model import ModelStep
 from agents.usage import Usage
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -275,6 +280,7 @@ def _nested(depth: int) -> list[Any]:
         ({"type": "function_call_output", "output": "x"}, "without a call_id"),
         ({"role": "user", "content": object()}, "cannot be stored as JSON"),
         ({"role": "user", "content": "x", "deep": _nested(100_000)}, "cannot be stored as JSON"),
+        ({"role": "user", "content": "x", "meta": [{1: "one"}]}, "item 1 .* has the key 1"),
     ],
 )
 async def test_an_item_that_cannot_be_carried_is_refused_and_nothing_is_written(
@@ -405,3 +411,172 @@ async def test_the_cli_log_shows_the_retraction_and_the_reset(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     kinds = [line.split()[1] for line in result.output.splitlines() if line.strip()]
     assert kinds == ["message", "message", "retraction", "reset"]
+
+
+class TaggedModel(ScriptedModel):
+    """A `ScriptedModel` whose call ids carry a tag, and that yields to other runs first."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        # Uneven pauses: one run gets several turns ahead of the other, then falls behind.
+        await asyncio.sleep(0.002 * ((self.calls * (3 if self.tag == "a" else 5)) % 7))
+        response = await super().get_response(system_instructions, input, *args, **kwargs)
+        for item in response.output:
+            if isinstance(item, ResponseFunctionToolCall):
+                item.call_id = f"{self.tag}{item.call_id}"
+        return response
+
+
+async def test_two_runs_at_once_on_one_session_each_send_valid_requests() -> None:
+    """Two agents running at the same time on one session each send only valid requests (every
+    call answered), as with the SDK's own session, and every item is stored once."""
+    session = CtxfoldSession("concurrent", store=MemoryStore(), compactor=compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    first, second = TaggedModel("a"), TaggedModel("b")
+    await asyncio.gather(
+        run_tasks(0, 6, session=session, model=first, config=config),
+        run_tasks(10, 6, session=session, model=second, config=config),
+    )
+    for model in (first, second):
+        assert model.calls == 6 * (CALLS_PER_TASK + 1)
+        for _, items in model.requests:
+            assert_valid(items)
+    assert len(await session.get_items()) == 2 * 6 * (2 + 2 * CALLS_PER_TASK)
+
+
+def redact(history: list[Any], new_input: list[Any]) -> list[Any]:
+    """A `session_input_callback` that rewrites a stored user message."""
+    redacted = [
+        {**item, "content": item["content"].replace("secret", "[redacted]")}
+        if isinstance(item.get("content"), str)
+        else item
+        for item in history
+    ]
+    return redacted + new_input
+
+
+async def test_a_session_input_callback_is_honoured_and_nothing_is_sent_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """When a `session_input_callback` rewrites the history, the model is sent the Runner's
+    input unchanged, as with the SDK's own session: the redacted text only, no item twice, and
+    the warning says so."""
+    model, reference_model = ScriptedModel(), ScriptedModel()
+    session = CtxfoldSession("callback", store=MemoryStore(), compactor=compactor())
+    reference = SQLiteSession("callback-reference")
+    try:
+        config = RunConfig(
+            call_model_input_filter=session.model_input_filter,
+            session_input_callback=redact,
+            tracing_disabled=True,
+        )
+        plain = RunConfig(session_input_callback=redact, tracing_disabled=True)
+        for session_, model_, config_ in (
+            (session, model, config),
+            (reference, reference_model, plain),
+        ):
+            agent = agent_for(model_)
+            for text in ("my secret is 42", "second question"):
+                await Runner.run(agent, text, session=session_, run_config=config_)
+        assert model.requests == reference_model.requests
+        sent = model.requests[CALLS_PER_TASK + 1][1]
+        assert [i.get("content") for i in sent if i.get("role") == "user"] == [
+            "my [redacted] is 42",
+            "second question",
+        ]
+        assert "sending the Runner's input unchanged" in caplog.text
+    finally:
+        reference.close()
+
+
+async def test_the_sdk_session_limit_is_honoured() -> None:
+    """`SessionSettings(limit=...)`, on the session or the run, bounds what `get_items()` gives
+    and what the model is sent, as with the SDK's own session."""
+    session = CtxfoldSession(
+        "limited", store=MemoryStore(), session_settings=SessionSettings(limit=3)
+    )
+    items = [{"role": "user", "content": f"message {n}"} for n in range(5)]
+    await session.add_items(items)
+    assert await session.get_items() == items[-3:]
+    assert await session.get_items(limit=1) == items[-1:]
+
+    model, reference_model = ScriptedModel(), ScriptedModel()
+    unlimited = CtxfoldSession("run-limited", store=MemoryStore(), compactor=compactor())
+    reference = SQLiteSession("run-limited-reference")
+    try:
+        limit = SessionSettings(limit=3)
+        config = RunConfig(
+            call_model_input_filter=unlimited.model_input_filter,
+            session_settings=limit,
+            tracing_disabled=True,
+        )
+        plain = RunConfig(session_settings=limit, tracing_disabled=True)
+        await run_tasks(0, 3, session=unlimited, model=model, config=config)
+        await run_tasks(0, 3, session=reference, model=reference_model, config=plain)
+        assert model.requests == reference_model.requests
+        assert len(model.requests[-CALLS_PER_TASK - 1][1]) == 3 + 1
+    finally:
+        reference.close()
+
+
+class Busy(Exception):
+    """A transient provider error the SDK's retry policy may retry."""
+
+
+@pytest.mark.guarantee("integration-overflow-retry")
+async def test_the_wrapped_model_keeps_the_sdk_retry_advice() -> None:
+    """`wrap_model` passes the wrapped model's retry advice through, so the SDK's
+    `ModelRetrySettings` retry a transient error as they do without the wrapper."""
+    advice = ModelRetryAdvice(suggested=True, retry_after=0.01)
+    model = SDKScriptedModel(
+        [ModelStep.raise_error(Busy("server busy"), retry_advice=advice), [assistant_message("ok")]]
+    )
+    session = CtxfoldSession("retry", store=MemoryStore(), compactor=compactor())
+    retry = ModelRetrySettings(max_retries=2, policy=retry_policies.provider_suggested())
+    agent = Agent(
+        name="a", model=session.wrap_model(model), model_settings=ModelSettings(retry=retry)
+    )
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    result = await Runner.run(agent, "hi", session=session, run_config=config)
+    assert result.final_output == "ok"
+    assert len(model.calls) == 2
+
+
+async def test_recall_arguments_that_are_not_json_come_back_as_an_error_text() -> None:
+    """A recall call whose arguments are not JSON is answered with an error the model can act
+    on; the run goes on."""
+    session = CtxfoldSession("recall-bad", store=MemoryStore(), recall=True)
+    tool = session.recall_tool()
+    assert tool is not None
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id="r1", name="recall", arguments="{not json", id="fc1"
+    )
+    model = SDKScriptedModel([[call], [assistant_message("ok")]])
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    result = await Runner.run(
+        Agent(name="a", model=model, tools=[tool]), "q", session=session, run_config=config
+    )
+    assert result.final_output == "ok"
+    outputs = [i for i in await session.get_items() if i.get("type") == "function_call_output"]
+    assert outputs[0]["output"].startswith("recall error: the arguments must be a JSON object")
+
+
+@pytest.mark.guarantee("integration-lossless-conversion")
+async def test_a_lone_surrogate_in_an_answer_is_stored_as_a_replacement_character() -> None:
+    """Half an emoji in a model's answer does not lose the answer: it is stored with U+FFFD in
+    its place, and a whole emoji (a surrogate pair) is kept."""
+    session = CtxfoldSession("surrogate", store=MemoryStore())
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "half \ud83d, whole \ud83d\ude00"}],
+    }
+    await session.add_items([{"role": "user", "content": "hi"}, answer])
+    stored = await session.get_items()
+    assert stored[1]["content"][0]["text"] == "half \ufffd, whole \U0001f600"
+    assert session.projected_items() == stored

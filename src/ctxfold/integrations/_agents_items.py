@@ -52,8 +52,9 @@ def items_to_messages(items: Sequence[Any], *, first_index: int = 0) -> list[Mes
     """Convert a batch of items (as `Session.add_items` receives them) to messages.
 
     Raises `InvalidInputError` naming the item (its index in the batch plus `first_index`) for a
-    shape that cannot be carried: not a JSON object, no ``type`` or ``role``, a message with an
-    unknown role, a call or output without a ``call_id``.
+    shape that cannot be carried: not a JSON object, a key that is not a string, no ``type`` or
+    ``role``, a message with an unknown role, a call or output without a ``call_id``. A lone
+    surrogate in a string is stored as U+FFFD.
     """
     messages: list[Message] = []
     group: list[dict[str, Any]] = []
@@ -114,7 +115,9 @@ def fingerprint(item: Mapping[str, Any]) -> str:
     kept = {k: v for k, v in item.items() if k not in _VOLATILE and not k.startswith("_")}
     if "type" not in kept and "role" in kept:
         kept["type"] = "message"
-    return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    # The log holds U+FFFD where the Runner's copy of an item may still hold a lone surrogate.
+    return text if _is_unicode(text) else cast(str, _scrubbed(text))
 
 
 def flatten(messages: Sequence[Message]) -> Iterator[dict[str, Any]]:
@@ -133,11 +136,16 @@ def _checked(raw: Any, index: int) -> dict[str, Any]:
         )
     item = dict(raw)
     try:
-        json.dumps(item)
+        text = json.dumps(item, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:  # nested too deep: RecursionError
         raise InvalidInputError(
             f"{where} ({item.get('type') or item.get('role')!r}) cannot be stored as JSON: {exc}"
         ) from exc
+    _check_keys(item, where)
+    if not _is_unicode(text):
+        # A model can stream half an emoji; the SDK's own sessions store such text, so store it
+        # too, with U+FFFD in place of each lone surrogate, rather than lose the answer.
+        item = cast(dict[str, Any], _scrubbed(item))
     kind, role = item.get("type"), item.get("role")
     if not isinstance(kind, str) and not isinstance(role, str):
         raise InvalidInputError(f"{where} has neither a 'type' nor a 'role': {item!r:.120}")
@@ -151,6 +159,43 @@ def _checked(raw: Any, index: int) -> dict[str, Any]:
     ):
         raise InvalidInputError(f"{where} is a {kind!r} item without a call_id: {item!r:.120}")
     return item
+
+
+def _check_keys(item: Mapping[str, Any], where: str) -> None:
+    """Refuse a key that is not a string: JSON would give ``{1: "x"}`` back as ``{"1": "x"}``."""
+    stack: list[Any] = [item]
+    while stack:
+        value = stack.pop()
+        children = value.values() if isinstance(value, Mapping) else value
+        if isinstance(value, Mapping):
+            for key in value:
+                if not isinstance(key, str):
+                    raise InvalidInputError(
+                        f"{where} ({item.get('type') or item.get('role')!r}) has the key "
+                        f"{key!r:.40}, which is not a string; JSON would give it back as "
+                        f"{json.dumps(str(key))[:40]}: use string keys"
+                    )
+        stack.extend(c for c in children if isinstance(c, (Mapping, list, tuple)))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _scrubbed(value: Any) -> Any:
+    """`value` with each lone surrogate in its strings replaced by U+FFFD (a pair of surrogates
+    becomes the character it stands for)."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, Mapping):
+        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(v) for v in value]
+    return value
 
 
 def _assistant(items: list[dict[str, Any]]) -> Message:

@@ -56,6 +56,11 @@ with `agents.testing`, whose scripted model the tests drive it with. Its `call_m
 types (`agents.run_config`) date from 0.8."""
 
 try:
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
     from agents.models.interface import Model
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -64,6 +69,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 if TYPE_CHECKING:
+    from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
     from agents.tool import FunctionTool
 
     from ctxfold.compactor import Compactor
@@ -72,12 +78,6 @@ if TYPE_CHECKING:
     from ctxfold.tokens import Budget
 
 log = logging.getLogger("ctxfold.integrations.openai_agents")
-
-_MATCH = 3
-"""How many of the newest stored items must line up with the model input to mark where the
-stored history ends in it (one item alone could be a repeated "continue")."""
-_SEARCH = 8
-"""How many of the newest stored items to try when the newest one is not in the model input."""
 
 
 class CtxfoldSession:
@@ -90,6 +90,9 @@ class CtxfoldSession:
       `budget` for a default compactor. With neither, the model sees the projection as it stands.
     - `recall`: True offers ctxfold's recall (`ctxfold.session.recall.Recall`) to the model, or pass
       a `RecallTool` of your own (see `recall_tool`).
+    - `session_settings`: the SDK's `SessionSettings` (or a dict of them); its `limit` is how
+      many of the newest items `get_items()` gives when called without one, as with the SDK's
+      own sessions. Default: no limit.
 
     >>> import asyncio
     >>> from ctxfold import MemoryStore
@@ -99,7 +102,7 @@ class CtxfoldSession:
     [{'role': 'user', 'content': 'hi'}]
     """
 
-    session_settings: Any = None
+    session_settings: SessionSettings | None = None
 
     def __init__(
         self,
@@ -109,15 +112,25 @@ class CtxfoldSession:
         *,
         budget: Budget | None = None,
         recall: RecallTool | bool | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self.session: Session = open_session(store, session_id, what="session id")
         self.session_id = session_id
         self.compactor = make_compactor(budget, compactor)
         self.recall = check_recall(recall)
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(
+                dict(session_settings)
+                if isinstance(session_settings, Mapping)
+                else session_settings
+            )
+        )
         self._stored = _StoredItems()
         self._views: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         self._flat: Segments[dict[str, Any]] = Segments()
-        self._tail: list[Any] = []
+        self._warned = False
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -125,8 +138,10 @@ class CtxfoldSession:
 
     # -- agents.memory.Session -------------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The stored items, oldest first; with `limit`, the newest `limit` of them. These are
-        the items as the Runner gave them, never the compacted projection."""
+        """The stored items, oldest first; with `limit` (by default `session_settings.limit`),
+        the newest `limit` of them. These are the items as the Runner gave them, never the
+        compacted projection."""
+        limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
@@ -159,15 +174,24 @@ class CtxfoldSession:
     async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """For `RunConfig(call_model_input_filter=...)`: compact when the budget says so, then
         send the projection in place of the stored history, followed by whatever the Runner
-        has not stored yet."""
+        has not stored yet.
+
+        When the Runner's input does not start with the whole stored history, in order (a
+        `SessionSettings` limit, a `session_input_callback` that rewrote it, another run that
+        added to this session meanwhile), there is nothing the projection could stand in for:
+        the Runner's input is sent unchanged, uncompacted, and a warning says so once."""
         given = list(data.model_data.input)
-        # One trip to a worker thread when no compaction is due, the usual case.
-        history = await asyncio.to_thread(self._prepare, given)
+        # One trip to a worker thread when no compaction is due, the usual case. The tail is
+        # this call's own: runs sharing the session each filter their own input.
+        prepared = await asyncio.to_thread(self._prepare, given)
+        if prepared is None:
+            return ModelInputData(input=given, instructions=data.model_data.instructions)
+        history, tail = prepared
         if history is None:
             assert self.compactor is not None
             await self.compactor.amaybe_compact(self.session)
             history = await asyncio.to_thread(self.projected_items)
-        return ModelInputData(input=history + self._tail, instructions=data.model_data.instructions)
+        return ModelInputData(input=history + tail, instructions=data.model_data.instructions)
 
     def projected_items(self) -> list[dict[str, Any]]:
         """The projection as input items: what the model is sent in place of the history.
@@ -191,7 +215,9 @@ class CtxfoldSession:
 
     def wrap_model(self, model: Model) -> Model:
         """`model`, retried once after `recover_from_overflow` when the provider says the
-        prompt is too long. Needs a compactor (or a budget)."""
+        prompt is too long. Needs a compactor (or a budget) and `model_input_filter`: only a
+        request that carried the projection can be sent again with a smaller one. Everything
+        else (`get_retry_advice`, `close`, attributes) is the wrapped model's own."""
         return _OverflowRetry(model, self)
 
     def recall_tool(self) -> FunctionTool | None:
@@ -203,7 +229,14 @@ class CtxfoldSession:
         from agents.tool import FunctionTool
 
         async def invoke(_ctx: Any, arguments: str) -> str:
-            parsed = json.loads(arguments or "{}")
+            try:
+                parsed = json.loads(arguments or "{}")
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, Mapping):
+                # Arguments that are no JSON object: ctxfold's reading of them answers with an
+                # error text the model can act on, where a raise would end the run.
+                return await asyncio.to_thread(self.session.call_recall, arguments)
             return await asyncio.to_thread(recall, self.session, parsed)
 
         return FunctionTool(
@@ -232,14 +265,18 @@ class CtxfoldSession:
             copied: list[Any] = json.loads("[" + ",".join(texts) + "]")
             return copied
 
-    def _prepare(self, given: Sequence[Any]) -> list[dict[str, Any]] | None:
-        """Note what the Runner has not stored yet; then the projected items, or None when the
-        compactor must look first."""
+    def _prepare(
+        self, given: Sequence[Any]
+    ) -> tuple[list[dict[str, Any]] | None, list[Any]] | None:
+        """(the projected items, or None when the compactor must look first; the items the
+        Runner has not stored yet), or None when the input does not hold the stored history."""
         with self._lock:
-            self._tail = self._unstored_tail(given)
-            if needs_compaction(self.compactor, self.session):
+            tail = self._unstored_tail(given)
+            if tail is None:
                 return None
-            return self.projected_items()
+            if needs_compaction(self.compactor, self.session):
+                return None, tail
+            return self.projected_items(), tail
 
     def _add(self, items: Sequence[Any]) -> None:
         with self._lock:
@@ -259,26 +296,42 @@ class CtxfoldSession:
             self.session.append(batch)
             return popped
 
-    def _unstored_tail(self, given: Sequence[Any]) -> list[Any]:
-        """The items at the end of the model input that the log does not hold yet (usually
-        none: the Runner stores each turn before the next model call)."""
+    def _unstored_tail(self, given: Sequence[Any]) -> list[Any] | None:
+        """The items of the model input after the stored history (usually none: the Runner
+        stores each turn before the next model call); None when the input does not start with
+        the whole stored history, in order."""
         stored = self._refreshed()
-        if not stored:
-            return list(given)
-        prints = [conv.fingerprint(_as_dict(i)) for i in given[-(_SEARCH + _MATCH) :]]
-        offset = len(given) - len(prints)
-        for back in range(min(_SEARCH, len(stored))):
-            end = len(stored) - back
-            want = [conv.fingerprint(i) for i in stored[max(0, end - _MATCH) : end]]
-            for j in range(len(prints) - 1, len(want) - 2, -1):
-                if prints[j - len(want) + 1 : j + 1] == want:
-                    return list(given[offset + j + 1 :])
-        log.warning(
-            "ctxfold: session %r: the model input does not end with the stored history; "
-            "sending the Runner's input unchanged",
-            self.session_id,
-        )
-        return list(given)
+        tail = _after(stored, given)
+        if tail is None:
+            level = logging.DEBUG if self._warned else logging.WARNING
+            self._warned = True
+            log.log(
+                level,
+                "ctxfold: session %r: the model input does not start with the %d stored items "
+                "(a session limit, a session_input_callback, or another run on this session?); "
+                "sending the Runner's input unchanged, uncompacted",
+                self.session_id,
+                len(stored),
+            )
+        return tail
+
+    def _after_projection(self, sent: Any) -> list[Any] | None:
+        """What followed the projection in a request the model was sent; None when the request
+        did not start with the projection."""
+        with self._lock:
+            return _after(self.projected_items(), sent) if isinstance(sent, list) else None
+
+
+def _after(head: Sequence[Mapping[str, Any]], given: Sequence[Any]) -> list[Any] | None:
+    """`given` past `head`, when it starts with the items of `head` (as the SDK replays them:
+    ids and status may differ); else None."""
+    if len(given) < len(head):
+        return None
+    for mine, theirs in zip(head, given, strict=False):
+        replayed = _as_dict(theirs)
+        if mine != replayed and conv.fingerprint(mine) != conv.fingerprint(replayed):
+            return None
+    return list(given[len(head) :])
 
 
 class _StoredItems:
@@ -330,28 +383,36 @@ def _as_dict(item: Any) -> Mapping[str, Any]:
 
 
 class _OverflowRetry(Model):
-    """A `Model` that compacts and retries once when the prompt overflows the window."""
+    """A `Model` that compacts and retries once when the prompt overflows the window; in all
+    else the wrapped model."""
 
     def __init__(self, model: Model, session: CtxfoldSession) -> None:
-        self.model = model
+        self.wrapped = model
         self.ctx = session
 
-    async def _recovered_input(self, exc: BaseException) -> list[Any]:
+    def __getattr__(self, name: str) -> Any:
+        # Only for what this class does not define: the wrapped model's own attributes.
+        return getattr(self.wrapped, name)
+
+    async def _recovered_input(self, exc: BaseException, sent: Any) -> list[Any]:
         compactor = self.ctx.compactor
         if compactor is None or not is_context_overflow(exc):
             raise exc
+        tail = await asyncio.to_thread(self.ctx._after_projection, sent)
+        if tail is None:  # not the projection (no filter, or the Runner's input unchanged)
+            raise exc
         await compactor.arecover_from_overflow(self.ctx.session)
         history = await asyncio.to_thread(self.ctx.projected_items)
-        return history + self.ctx._tail
+        return history + tail
 
     async def get_response(
         self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
     ) -> Any:
         try:
-            return await self.model.get_response(system_instructions, input, *args, **kwargs)
+            return await self.wrapped.get_response(system_instructions, input, *args, **kwargs)
         except Exception as exc:
-            retry_input = await self._recovered_input(exc)
-        return await self.model.get_response(system_instructions, retry_input, *args, **kwargs)
+            retry_input = await self._recovered_input(exc, input)
+        return await self.wrapped.get_response(system_instructions, retry_input, *args, **kwargs)
 
     async def stream_response(
         self,
@@ -362,7 +423,7 @@ class _OverflowRetry(Model):
     ) -> AsyncIterator[Any]:
         started = False
         try:
-            async for event in self.model.stream_response(
+            async for event in self.wrapped.stream_response(
                 system_instructions, input, *args, **kwargs
             ):
                 started = True
@@ -371,14 +432,20 @@ class _OverflowRetry(Model):
         except Exception as exc:
             if started:
                 raise
-            retry_input = await self._recovered_input(exc)
-        async for event in self.model.stream_response(
+            retry_input = await self._recovered_input(exc, input)
+        async for event in self.wrapped.stream_response(
             system_instructions, retry_input, *args, **kwargs
         ):
             yield event
 
+    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+        return self.wrapped.get_retry_advice(request)
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        await self.wrapped._cleanup_on_run_end(owner)
+
     async def close(self) -> None:
-        await self.model.close()
+        await self.wrapped.close()
 
 
 __all__ = ["CtxfoldSession"]
