@@ -208,9 +208,10 @@ async def test_a_pin_made_while_an_async_summarizer_awaits_is_respected() -> Non
             assert 2 not in event.data["replaced"]
 
 
-async def test_acompact_plans_on_the_loop_thread() -> None:
-    """The run does no I/O, so acompact resumes it on the event loop's own thread (strategies
-    run there); only store I/O and sync summarizers go to worker threads."""
+async def test_acompact_plans_off_the_loop_thread() -> None:
+    """Planning can take long (thousands of messages), so acompact resumes the run in a worker
+    thread: the strategies never run on the event loop's own thread, which goes on serving
+    other tasks meanwhile."""
     session = session_with(history())
     loop_thread = threading.get_ident()
     seen: set[int] = set()
@@ -227,7 +228,7 @@ async def test_acompact_plans_on_the_loop_thread() -> None:
     )
     report = await comp.acompact(session)
     assert report.landed
-    assert seen == {loop_thread}
+    assert seen and loop_thread not in seen
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ library loops over such a generator.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
@@ -40,16 +41,19 @@ async def adrive(
     call: Callable[[S], Awaitable[Any]],
     catch: tuple[type[BaseException], ...] = (Exception,),
 ) -> R:
-    """Run `flow` on an event loop, answering each step with `await call(step)`. The flow itself
-    never blocks: it does no I/O, so it is resumed right on the loop."""
-    done, step = _resume(flow, "next", None)
+    """Run `flow` on an event loop, answering each step with `await call(step)`.
+
+    The flow does no I/O, but its work between two steps can take long (planning a compaction
+    of thousands of messages): it is resumed in a worker thread, so the loop goes on serving
+    other tasks meanwhile. One step at a time, so the flow never runs in two threads at once."""
+    done, step = await asyncio.to_thread(_resume, flow, "next", None)
     while not done:
         try:
             answer = await call(step)
         except catch as exc:
-            done, step = _resume(flow, "throw", exc)
+            done, step = await asyncio.to_thread(_resume, flow, "throw", exc)
         else:
-            done, step = _resume(flow, "send", answer)
+            done, step = await asyncio.to_thread(_resume, flow, "send", answer)
     return step  # type: ignore[no-any-return]
 
 

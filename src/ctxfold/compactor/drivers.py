@@ -4,7 +4,8 @@ A step is a summary call, a callback call, or (for a session) reading a snapshot
 reading events and telling listeners a run started. These functions are the only place where a
 compaction touches a store, a summarizer or the application's callback.
 
-The async driver never blocks the event loop: store I/O and sync summarizers run in worker
+The async driver never blocks the event loop: the run's own work between steps (planning,
+which takes seconds over thousands of messages), store I/O and sync summarizers run in worker
 threads, async summarizers are awaited, an `async def on_compact` is awaited, and a plain
 `on_compact` runs in a worker thread (where it may use a sync summarizer).
 """
