@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import re
@@ -102,16 +103,60 @@ def as_summarizer(obj: Any) -> NormalizedSummarizer:
 
 def normalize_result(value: object) -> SummaryResult:
     """Read a summarizer's answer: a `str` becomes ``SummaryResult(text)``, None a decline, a
-    `SummaryResult` stays as it is; anything else is a `SummarizerError`."""
+    `SummaryResult` stays as it is; anything else (or a `SummaryResult` whose text is neither
+    a `str` nor None) is a `SummarizerError`.
+
+    A lone surrogate in the text (half of a UTF-16 pair, as an SDK gives for a JSON ``"\\ud83d"``
+    escape a model wrote with its other half missing) becomes U+FFFD, and two halves that make a
+    pair become the one character they stand for: no store and no UTF-8 file can hold a lone
+    surrogate, so as it came the summary could never land (`well_formed`).
+
+    >>> normalize_result("## Objective\\n- fixed emoji \\ud83d").text
+    '## Objective\\n- fixed emoji \ufffd'
+    """
     if value is None:
         return SummaryResult(None)
     if isinstance(value, SummaryResult):
-        return value
+        text = value.text
+        if text is not None and not isinstance(text, str):
+            raise SummarizerError(
+                f"a summarizer returned a SummaryResult whose text is a {type(text).__name__}; "
+                "expected str or None"
+            )
+        fixed = _well_formed_result(value)
+        return value if fixed is None else fixed
     if isinstance(value, str):
-        return SummaryResult(value)
+        return SummaryResult(well_formed(value))
     raise SummarizerError(
         f"a summarizer returned {type(value).__name__}; expected str, SummaryResult or None"
     )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD and each pair of surrogates joined
+    into the character the pair encodes; any other text unchanged.
+
+    >>> well_formed("fixed \\ud83d, kept \\ud83d\\ude00")
+    'fixed \ufffd, kept \U0001f600'
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    # UTF-16 is where surrogates belong: written as its code units and read back, a pair is
+    # one character again and a unit without its other half is replaced.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _well_formed_result(result: SummaryResult) -> SummaryResult | None:
+    """`result` with its text, model and notes `well_formed`, or None when they already are."""
+    text = well_formed(result.text) if result.text is not None else None
+    model = well_formed(result.model) if isinstance(result.model, str) else result.model
+    notes = tuple(well_formed(n) if isinstance(n, str) else n for n in result.notes)
+    if text == result.text and model == result.model and notes == tuple(result.notes):
+        return None
+    return dataclasses.replace(result, text=text, model=model, notes=notes)
 
 
 def is_decline(result: SummaryResult | str | None) -> bool:

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxfold.messages.frames import frame_kind
+from ctxfold.summarizers._substrings import SubstringIndex
 from ctxfold.summarizers.identifiers import (
     MAX_IDENTIFIER_CHARS,
     PRIORITY,
+    Kind,
     approximate_tokens,
     extract_identifiers,
-    kind_of,
+    kinds_of,
 )
-from ctxfold.summarizers.prompt import parse_sections, render_sections
+from ctxfold.summarizers.prompt import parse_sections, quoted_sections
 from ctxfold.summarizers.quoting import code_span
 from ctxfold.summarizers.record import Outcome, read_outcome
 from ctxfold.summarizers.request import Sections, SummaryRequest, SummaryResult
@@ -78,38 +81,77 @@ class _Work:
 
 @dataclass
 class _Draft:
-    objective: list[str] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)
+    objective: deque[str] = field(default_factory=deque)
+    decisions: deque[str] = field(default_factory=deque)
     work: list[_Work] = field(default_factory=list)
-    outstanding_old: list[str] = field(default_factory=list)
-    outstanding: list[str] = field(default_factory=list)
+    outstanding_old: deque[str] = field(default_factory=deque)
+    outstanding: deque[str] = field(default_factory=deque)
     identifiers: list[str] = field(default_factory=list)
     """Ranked, most worth keeping first, once `_read` is done."""
     hidden_work: int = 0
     hidden_failed: int = 0
+    failed_ahead: int = 0
+    """How many of the oldest work lines are known to have failed (`_drop_work`)."""
     holders: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """For each identifier, the higher-ranked identifiers that hold it verbatim."""
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    """The kind of each ranked identifier."""
+    dropped: set[str] = field(default_factory=set)
+    """The identifiers given up since the last `sections()`, which takes them out of
+    `identifiers` in one pass (`drop_identifier`)."""
     listed: list[str] = field(default_factory=list)
     """The identifiers the last `sections()` listed, in rank order."""
+    # What `sections` needs to tell which identifiers a line of the other sections quotes: an
+    # index of the identifiers, and what it found in each line met so far.
+    _index: SubstringIndex | None = None
+    _quoted: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _spanning: list[str] = field(default_factory=list)
+    _spans: dict[str, str] = field(default_factory=dict)
+    # Lines already in the objective and decisions, so that a repeated one is seen in O(1).
+    _objective_seen: set[str] = field(default_factory=set)
+    _decisions_seen: set[str] = field(default_factory=set)
+
+    def add_objective(self, item: str) -> None:
+        """Add `item` to the objective unless it is there already."""
+        if item not in self._objective_seen:
+            self._objective_seen.add(item)
+            self.objective.append(item)
+
+    def add_decision(self, item: str) -> None:
+        """Add `item` to the decisions unless it is there already."""
+        if item not in self._decisions_seen:
+            self._decisions_seen.add(item)
+            self.decisions.append(item)
 
     def rank(self, identifiers: list[str]) -> None:
         """Keep `identifiers` ranked (error strings first, then paths, URLs, ids, hashes,
         commands; first seen first within a kind) and note which ones hold which."""
         order = {identifier: i for i, identifier in enumerate(dict.fromkeys(identifiers))}
-        ranked = sorted(order, key=lambda i: (PRIORITY.index(kind_of(i)), order[i]))
+        self.kinds = kinds = kinds_of(order)
+        ranked = sorted(order, key=lambda i: (PRIORITY.index(kinds[i]), order[i]))
         self.identifiers = ranked
-        # Worked out once here, not at every render. One scan of all the identifiers before
-        # this one (joined by a character none holds) rules out nearly every identifier;
-        # only one that occurs there is compared with each of them.
-        self.holders = {}
-        everything = "\0".join(ranked)
-        start = 0
-        for position, identifier in enumerate(ranked):
-            if position and everything.find(identifier, 0, start - 1) >= 0:
-                holders = tuple(other for other in ranked[:position] if identifier in other)
-                if holders:
-                    self.holders[identifier] = holders
-            start += len(identifier) + 1
+        self.dropped = set()
+        # Worked out once here, not at every render, and for all the identifiers in one pass
+        # over them (`SubstringIndex`): asked one at a time, it is quadratic in their number.
+        index = self._use_index(SubstringIndex(ranked))
+        holders: dict[str, list[str]] = {}
+        for position, held in enumerate(index.holding(ranked)):
+            for other in held:
+                if other > position:  # ranked after the one that holds it
+                    holders.setdefault(ranked[other], []).append(ranked[position])
+        self.holders = {identifier: tuple(found) for identifier, found in holders.items()}
+
+    def _use_index(self, index: SubstringIndex) -> SubstringIndex:
+        self._index = index
+        self._quoted = {}
+        # "" is in any text, even an empty one, and one with a newline may span lines.
+        self._spanning = [i for i in index.needles if not i or "\n" in i]
+        return index
+
+    def drop_identifier(self, identifier: str) -> None:
+        """Give up `identifier`: no later `sections()` lists it. (Taking it out of the ranked
+        list at once would move the rest of the list, for each of thousands given up.)"""
+        self.dropped.add(identifier)
 
     def sections(self) -> dict[str, list[str]]:
         work = [w.text for w in self.work]
@@ -117,23 +159,58 @@ class _Draft:
             failed = f", {self.hidden_failed} of them failed" if self.hidden_failed else ""
             work.insert(0, f"… {self.hidden_work} earlier tool calls not listed{failed}")
         body = {
-            "Objective": self.objective,
-            "Decisions": self.decisions,
+            "Objective": list(self.objective),
+            "Decisions": list(self.decisions),
             "Work done": work,
-            "Outstanding": self.outstanding_old + self.outstanding,
+            "Outstanding": [*self.outstanding_old, *self.outstanding],
         }
-        shown = "\n".join(item for items in body.values() for item in items)
+        quoted = self._quoted_identifiers([item for items in body.values() for item in items])
+        if self.dropped:  # one pass for all those given up since the last rendering
+            self.identifiers = [i for i in self.identifiers if i not in self.dropped]
+            self.dropped.clear()
         # An identifier already quoted verbatim in another section, or inside an identifier
         # listed before it, is not listed twice; when that line is given up, it comes back.
         listed: list[str] = []
         seen: set[str] = set()
+        holders = self.holders
         for identifier in self.identifiers:
-            if identifier in shown or any(h in seen for h in self.holders.get(identifier, ())):
+            if identifier in quoted:
+                continue
+            held_by = holders.get(identifier)
+            if held_by is not None and not seen.isdisjoint(held_by):
                 continue
             listed.append(identifier)
             seen.add(identifier)
         self.listed = listed
         return {**body, "Identifiers": listed}
+
+    def render(self) -> str:
+        """The sections as a summary's text (`render_sections`)."""
+        return quoted_sections(self.sections(), self._quote)
+
+    def _quote(self, identifier: str) -> str:
+        # Remembered for the whole fit: each rendering quotes thousands of the same identifiers
+        # when the stretch is large, more than `code_span` keeps.
+        span = self._spans.get(identifier)
+        if span is None:
+            span = self._spans[identifier] = code_span(identifier)
+        return span
+
+    def _quoted_identifiers(self, lines: list[str]) -> set[str]:
+        """The identifiers that ``"\n".join(lines)`` holds verbatim. Each line is searched
+        once, the first time it is met (`SubstringIndex`), rather than the whole text once per
+        identifier at every render; an identifier that holds a newline, which may span lines,
+        is looked for in the whole text."""
+        index = self._index or self._use_index(SubstringIndex(self.identifiers))
+        found = self._quoted
+        new = [line for line in dict.fromkeys(lines) if line not in found]
+        for line, held in zip(new, index.holding(new), strict=True):
+            found[line] = tuple(index.needles[i] for i in held)
+        quoted = {identifier for line in lines for identifier in found[line]}
+        if self._spanning:
+            shown = "\n".join(lines)
+            quoted.update(i for i in self._spanning if i in shown)
+        return quoted
 
 
 class ExtractiveSummarizer:
@@ -182,7 +259,7 @@ class ExtractiveSummarizer:
 def _read(request: SummaryRequest) -> _Draft:
     draft = _Draft()
     messages = request.messages
-    open_calls: dict[str, list[int]] = {}
+    open_calls: dict[str, deque[_Work]] = {}
     last_run: dict[str, _Work] = {}
     failing_tests: dict[str, None] = {}
     plan: str | None = None
@@ -195,23 +272,23 @@ def _read(request: SummaryRequest) -> _Draft:
                 _fold(draft, message.text)
         elif message.role == "user":
             quote = _quote(message.text)
-            if quote and quote not in draft.objective:
-                draft.objective.append(quote)
+            if quote:
+                draft.add_objective(quote)
         elif message.role == "assistant":
             for sentence in _sentences(message.text):
-                if _is_decision(sentence) and _clip(sentence) not in draft.decisions:
-                    draft.decisions.append(_clip(sentence))
+                if _is_decision(sentence):
+                    draft.add_decision(_clip(sentence))
                 if _states_plan(sentence):
                     plan = sentence
             for call in message.tool_calls:
                 work = _Work(_gist(call.name, call.arguments), failed=False)
-                open_calls.setdefault(call.id, []).append(len(draft.work))
+                open_calls.setdefault(call.id, deque()).append(work)
                 draft.work.append(work)
         elif message.role == "tool":
             waiting = open_calls.get(message.tool_call_id or "")
             if not waiting:
                 continue
-            work = draft.work[waiting.pop(0)]
+            work = waiting.popleft()
             outcome = read_outcome(message.text)
             work.failed = outcome.failed
             # What a tool printed is quoted as data, never written as the summary's own words:
@@ -239,8 +316,8 @@ def _read(request: SummaryRequest) -> _Draft:
                     for test in passed:
                         failing_tests.pop(test, None)
     for waiting in open_calls.values():
-        for position in waiting:
-            draft.outstanding.append(f"no result yet: {draft.work[position].text}")
+        for work in waiting:
+            draft.outstanding.append(f"no result yet: {work.text}")
     for gist, work in last_run.items():
         if work.failed:
             draft.outstanding.append(f"last run failed: {gist}")
@@ -270,11 +347,9 @@ def _fold_sections(draft: _Draft, sections: Sections) -> None:
     """Merge an earlier summary's sections into the draft: objectives and decisions united,
     work appended, identifiers kept, outstanding items carried as the oldest ones."""
     for item in sections.get("Objective", []):
-        if item not in draft.objective:
-            draft.objective.append(item)
+        draft.add_objective(item)
     for item in sections.get("Decisions", []):
-        if item not in draft.decisions:
-            draft.decisions.append(item)
+        draft.add_decision(item)
     for item in sections.get("Work done", []):
         draft.work.append(_Work(item, failed="fail" in item.lower()))
         # The command a work line quotes is an identifier the earlier summary was keeping there
@@ -406,7 +481,7 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> tuple[str, 
     for step in steps:
         exhausted = False
         while not exhausted:
-            text = render_sections(draft.sections())
+            text = draft.render()
             if weighed is None or weighed[0] != text:
                 weighed = (text, count_draft(text))
             excess = weighed[1] - budget
@@ -423,34 +498,49 @@ def _fit(draft: _Draft, budget: int, count: Callable[[str], int]) -> tuple[str, 
                 freed += count(removed) + 1
     if draft.hidden_work:
         draft.hidden_work = 0  # even the "… N calls not listed" line is too much
-    text = render_sections(draft.sections())
+    text = draft.render()
     tokens = weighed[1] if weighed is not None and weighed[0] == text else count_draft(text)
     return (text, tokens) if tokens <= budget else None
 
 
 def _drop_work(draft: _Draft, keep: int, failed: bool) -> str | None:
     """Give up the oldest work line (a successful one unless `failed`), keeping `keep` lines."""
-    if len(draft.work) <= keep:
+    work = draft.work
+    end = len(work) - keep
+    if end <= 0:
         return None
-    for position, work in enumerate(draft.work[: len(draft.work) - keep]):
-        if failed or not work.failed:
-            del draft.work[position]
-            draft.hidden_work += 1
-            draft.hidden_failed += work.failed
-            return work.text
-    return None
+    position = 0
+    if not failed:
+        # The oldest `failed_ahead` lines are known to have failed: the search for the oldest
+        # successful line starts after them, rather than reading them again at every call.
+        position = min(draft.failed_ahead, end)
+        while position < end and work[position].failed:
+            position += 1
+        draft.failed_ahead = position
+        if position == end:
+            return None
+    elif draft.failed_ahead:
+        draft.failed_ahead -= 1  # the oldest line, given up below, is one of those
+    line = work.pop(position)
+    draft.hidden_work += 1
+    draft.hidden_failed += line.failed
+    return line.text
 
 
-def _drop_oldest(items: list[str], keep: int) -> str | None:
-    return items.pop(0) if len(items) > keep else None
+def _drop_oldest(items: deque[str], keep: int) -> str | None:
+    return items.popleft() if len(items) > keep else None
 
 
-def _drop_middle(items: list[str]) -> str | None:
+def _drop_middle(items: deque[str]) -> str | None:
     """Keep the first request (what started it all) and the latest, give up the ones between."""
-    return items.pop(1) if len(items) > 2 else None
+    if len(items) <= 2:
+        return None
+    item = items[1]
+    del items[1]
+    return item
 
 
-def _drop_last(items: list[str], keep: int = 0) -> str | None:
+def _drop_last(items: deque[str], keep: int = 0) -> str | None:
     """Give up the newest item, keeping the first `keep` (the request that started it all)."""
     return items.pop() if len(items) > keep else None
 
@@ -461,14 +551,14 @@ def _drop_identifier(draft: _Draft, kinds: frozenset[str] | None) -> str | None:
     listed = draft.listed
     for position in range(len(listed) - 1, -1, -1):
         identifier = listed[position]
-        if kinds is None or kind_of(identifier) in kinds:
+        if kinds is None or draft.kinds[identifier] in kinds:
             del listed[position]
-            draft.identifiers.remove(identifier)
+            draft.drop_identifier(identifier)
             return identifier
     return None
 
 
-def _shorten(items: list[str], limit: int) -> str | None:
+def _shorten(items: deque[str], limit: int) -> str | None:
     for position, item in enumerate(items):
         if len(item) > limit:
             items[position] = _clip(item, limit - 1) + ('"' if item.startswith('"') else "")

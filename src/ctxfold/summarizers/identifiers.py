@@ -195,7 +195,40 @@ def kind_of(identifier: str) -> Kind:
     Remembered per string, so ranking the same identifiers again at every compaction costs a
     lookup, not a scan.
     """
-    found = list(_scan_text(identifier))
+    return _kind(identifier, list(_scan_text(identifier)))
+
+
+def kinds_of(identifiers: Iterable[str]) -> dict[str, Kind]:
+    """`kind_of` of each of `identifiers`, found in one scan of them all (in batches of
+    `_KIND_BATCH`) rather than one scan each: what ranking the thousands of identifiers of a
+    large stretch costs. A line's identifiers never depend on the lines around it, so each
+    identifier of one line is read in the batch as it would be alone.
+
+    >>> kinds_of(["src/app.py", "pytest -x"])
+    {'src/app.py': 'path', 'pytest -x': 'command'}
+    """
+    out: dict[str, Kind] = {}
+    lines: list[str] = []
+    for identifier in dict.fromkeys(identifiers):
+        if identifier and "\n" not in identifier:
+            lines.append(identifier)
+            out[identifier] = "id"  # in first-seen order; the batch below says which kind
+        else:
+            out[identifier] = kind_of(identifier)
+    for begin in range(0, len(lines), _KIND_BATCH):
+        batch = lines[begin : begin + _KIND_BATCH]
+        for identifier, found in zip(batch, _LINES.values("\n".join(batch)), strict=True):
+            out[identifier] = _kind(identifier, found)
+    return out
+
+
+_KIND_BATCH = 4_096
+"""Identifiers per scan in `kinds_of`: enough to share each pattern's pass, few enough that
+the batch's text stays small."""
+
+
+def _kind(identifier: str, found: Sequence[Identifier]) -> Kind:
+    """The kind of `identifier`, given the identifiers found in it alone."""
     if found and found[0].text == identifier:
         return found[0].kind
     return "command" if " " in identifier else "id"
@@ -320,6 +353,11 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
     # claimed span that can overlap a match is the last to start before the match ends.
     starts: list[int] = []
     ends: list[int] = []
+    # Each pattern's claims are kept apart until its pass is done, then merged in: its matches
+    # come in order, so each lands at the end of its own list, where inserting into the list
+    # of all claims would move half of it each time (quadratic in a text of many identifiers).
+    own_starts: list[int] = []
+    own_ends: list[int] = []
     for pattern, kind, accept, needs in _SPAN_PATTERNS:
         gate = _TOKEN_GATES.get(pattern)
         if gate is None:
@@ -331,13 +369,25 @@ def _scan_span(text: str) -> list[tuple[int, Identifier]]:
             before = bisect.bisect_left(starts, end)
             if before and ends[before - 1] > start:
                 continue
+            mine = bisect.bisect_left(own_starts, end) if own_starts else 0
+            if mine and own_ends[mine - 1] > start:
+                continue
             value = accept(match.group(0))
             if value is None:
                 continue
-            starts.insert(before, start)
-            ends.insert(before, start + len(value))
+            own_starts.insert(mine, start)
+            own_ends.insert(mine, start + len(value))
             if kind is not None:
                 hits.append((start, Identifier(value, kind)))
+        if own_starts:
+            # Claims are never empty and never overlap: sorted by start, their ends are sorted
+            # too, so each list is merged on its own (two sorted runs, one linear merge).
+            starts += own_starts
+            starts.sort()
+            ends += own_ends
+            ends.sort()
+            own_starts.clear()
+            own_ends.clear()
     hits.sort(key=lambda hit: hit[0])
     return hits
 
@@ -464,9 +514,8 @@ def verify(
     missing = [i for i in dict.fromkeys(identifiers) if i and not _holds(summary_text, i)]
     if not missing:
         return Verification(summary_text, _present(summary_text, identifiers))
-    ranked = sorted(
-        enumerate(missing), key=lambda item: (PRIORITY.index(kind_of(item[1])), item[0])
-    )
+    kinds = kinds_of(missing)
+    ranked = sorted(enumerate(missing), key=lambda item: (PRIORITY.index(kinds[item[1]]), item[0]))
     lines, start, insert_at = _identifier_slot(summary_text)
     opening = [] if start is not None else ["## Identifiers"]
     if start is None or QUOTED_NOTE not in lines[start:insert_at]:

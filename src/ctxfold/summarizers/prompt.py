@@ -8,7 +8,7 @@ are addressed to the summarizing model; the stretch itself goes in a separate, f
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
@@ -198,13 +198,20 @@ def render_sections(sections: Mapping[str, Sequence[str]]) -> str:
     ## Outstanding
     - nothing
     """
+    return quoted_sections(sections, code_span)
+
+
+def quoted_sections(sections: Mapping[str, Sequence[str]], quote: Callable[[str], str]) -> str:
+    """`render_sections`, with each identifier quoted by `quote` (which must give what
+    `code_span` gives): for a caller that renders the same identifiers many times over, with
+    more of them than `code_span` remembers."""
     blocks = []
     for name in SECTIONS:
         items = list(sections.get(name) or ())
         lines = [f"## {name}"]
         if name == "Identifiers" and items:
             lines.append(QUOTED_NOTE)
-            items = [code_span(item) for item in items]
+            items = [quote(item) for item in items]
         lines.extend(f"- {item}" for item in items or [EMPTY_SECTION])
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
