@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.messages import Message
+from ctxfold.tokens._evict import evict_oldest
 from ctxfold.tokens._parts import call_strings, message_strings, tools_json
 from ctxfold.tokens._rust import rust_tokenizer
 from ctxfold.tokens.attachments import attachment_tokens
@@ -268,10 +269,8 @@ class TiktokenCounter:
                 return
             self._long[text] = tokens
             self._long_chars += len(text)
-            while self._long_chars > self.remember_chars:
-                oldest = next(iter(self._long))
-                self._long_chars -= len(oldest)
-                del self._long[oldest]
+            if self._long_chars > self.remember_chars:
+                self._long_chars = evict_oldest(self._long, self._long_chars, self.remember_chars)
 
     def _encode_count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))

@@ -23,6 +23,7 @@ from typing import Any, cast
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.protocols import TokenCounter
+from ctxfold.tokens._evict import evict_oldest
 
 REPLY_PRIMING_TOKENS = 3
 """Tokens OpenAI's chat format adds once per request to prime the reply (``<|start|>assistant``).
@@ -182,11 +183,8 @@ class TextCounts:
                 if text not in self._counts:
                     self._counts[text] = tokens
                     self._chars += len(text)
-                    counts = self._counts
-                    while self._chars > self.max_chars:
-                        oldest = next(iter(counts))
-                        self._chars -= len(oldest)
-                        del counts[oldest]
+                    if self._chars > self.max_chars:
+                        self._chars = evict_oldest(self._counts, self._chars, self.max_chars)
         return tokens
 
 
