@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
+from ctxfold._unicode import is_well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
@@ -117,7 +118,7 @@ def fingerprint(item: Mapping[str, Any]) -> str:
         kept["type"] = "message"
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
     # The log holds U+FFFD where the Runner's copy of an item may still hold a lone surrogate.
-    return text if _is_unicode(text) else cast(str, _scrubbed(text))
+    return text if is_well_formed(text) else cast(str, well_formed_data(text))
 
 
 def flatten(messages: Sequence[Message]) -> Iterator[dict[str, Any]]:
@@ -142,10 +143,10 @@ def _checked(raw: Any, index: int) -> dict[str, Any]:
             f"{where} ({item.get('type') or item.get('role')!r}) cannot be stored as JSON: {exc}"
         ) from exc
     _check_keys(item, where)
-    if not _is_unicode(text):
+    if not is_well_formed(text):
         # A model can stream half an emoji; the SDK's own sessions store such text, so store it
         # too, with U+FFFD in place of each lone surrogate, rather than lose the answer.
-        item = cast(dict[str, Any], _scrubbed(item))
+        item = cast(dict[str, Any], well_formed_data(item))
     kind, role = item.get("type"), item.get("role")
     if not isinstance(kind, str) and not isinstance(role, str):
         raise InvalidInputError(f"{where} has neither a 'type' nor a 'role': {item!r:.120}")
@@ -176,26 +177,6 @@ def _check_keys(item: Mapping[str, Any], where: str) -> None:
                         f"{json.dumps(str(key))[:40]}: use string keys"
                     )
         stack.extend(c for c in children if isinstance(c, (Mapping, list, tuple)))
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _scrubbed(value: Any) -> Any:
-    """`value` with each lone surrogate in its strings replaced by U+FFFD (a pair of surrogates
-    becomes the character it stands for)."""
-    if isinstance(value, str):
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, Mapping):
-        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrubbed(v) for v in value]
-    return value
 
 
 def _assistant(items: list[dict[str, Any]]) -> Message:

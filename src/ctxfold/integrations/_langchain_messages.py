@@ -27,6 +27,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
+from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
@@ -71,7 +72,7 @@ def to_message(message: Any, *, index: int) -> Message:
         dumped = json.dumps(stored, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{where} cannot be stored as JSON: {exc}") from exc
-    if not _encodable(dumped):
+    if not is_well_formed(dumped):
         stored = _replace_surrogates(stored)
     role = _role(message, where)
     tool_calls: tuple[ToolCall, ...] = ()
@@ -95,29 +96,21 @@ def to_message(message: Any, *, index: int) -> Message:
     )
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _replace_surrogates(value: Any) -> Any:
-    """`value` with each lone surrogate in its strings replaced by U+FFFD (a model may answer
-    with half an emoji; no store can hold it), and surrogate pairs joined into the character
-    they stand for."""
-    if isinstance(value, str):
-        if _encodable(value):
-            return value
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    """`value` made `well_formed_data` (a model may answer with half an emoji; no store can
+    hold it), tool calls included."""
+    if isinstance(value, ToolCall):
+        return ToolCall(
+            well_formed(value.id),
+            well_formed(value.name),
+            well_formed(value.arguments),
+            value.extra,
+        )
     if isinstance(value, (list, tuple)):
         return type(value)(_replace_surrogates(v) for v in value)
-    if isinstance(value, ToolCall):
-        return ToolCall(*(_replace_surrogates(f) for f in (value.id, value.name, value.arguments)))
-    return value
+    if isinstance(value, str) and is_well_formed(value):
+        return value
+    return well_formed_data(value)
 
 
 def from_message(message: Message) -> AnyMessage:

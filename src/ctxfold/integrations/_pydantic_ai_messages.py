@@ -36,6 +36,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from ctxfold._unicode import well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.integrations._common import KEY
 from ctxfold.messages import Message, ToolCall
@@ -103,7 +104,7 @@ def to_messages_at(
         raise InvalidInputError(
             f"message {index} ({message.kind}) cannot be stored as JSON: {exc}"
         ) from exc
-    dumped = _well_formed(dumped)
+    dumped = well_formed_data(dumped)
     out: list[list[Message]] = []
     for index, message, data in zip(named, messages, dumped, strict=True):
         parts: list[dict[str, Any]] = data.pop("parts")
@@ -192,25 +193,6 @@ def _serializable(message: ModelMessage) -> bool:
     except Exception:  # pydantic raises several kinds for a value it cannot serialize
         return False
     return True
-
-
-def _well_formed(value: Any) -> Any:
-    """`value` with each lone surrogate in its strings replaced by U+FFFD (a pair written as two
-    surrogates becomes the character it stands for): a model's answer may hold half a pair,
-    and the log, which stores UTF-8, could not hold it."""
-    if isinstance(value, str):
-        if value.isascii():
-            return value
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
-    if isinstance(value, dict):
-        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_well_formed(v) for v in value]
-    return value
 
 
 def _extra(kept: dict[str, Any], source: int | None, part: int) -> dict[str, Any]:

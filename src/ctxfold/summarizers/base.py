@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctxfold._unicode import well_formed
 from ctxfold.errors import ConfigurationError, SummarizerError
 from ctxfold.summarizers.record import render_record
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
@@ -130,23 +131,6 @@ def normalize_result(value: object) -> SummaryResult:
     raise SummarizerError(
         f"a summarizer returned {type(value).__name__}; expected str, SummaryResult or None"
     )
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD and each pair of surrogates joined
-    into the character the pair encodes; any other text unchanged.
-
-    >>> well_formed("fixed \\ud83d, kept \\ud83d\\ude00")
-    'fixed \ufffd, kept \U0001f600'
-    """
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    # UTF-16 is where surrogates belong: written as its code units and read back, a pair is
-    # one character again and a unit without its other half is replaced.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _well_formed_result(result: SummaryResult) -> SummaryResult | None:
