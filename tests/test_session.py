@@ -583,7 +583,7 @@ def _forced(value: Any, **fields: object) -> Any:
         ),
         (
             Message("assistant", None, (_forced(ToolCall("c1", "bash"), arguments={"a": 1}),)),
-            "string arguments",
+            "arguments must be a JSON string",
         ),
     ],
 )

@@ -240,6 +240,22 @@ def _extra(value: object, owner: str) -> dict[str, Any]:
 _NO_EXTRA: Mapping[str, Any] = {}
 
 
+def check_fields(message: Message) -> None:
+    """Raise `InvalidInputError` naming the first field of `message`, or of one of its tool
+    calls, that the constructor would refuse: for a value whose fields were set past it
+    (``object.__setattr__`` on a frozen value), which a store must not take."""
+    _checked(
+        message.role,
+        message.content,
+        message.tool_calls,
+        message.tool_call_id,
+        message.name,
+        message.extra,
+    )
+    for call in message.tool_calls:
+        _check_call(call.id, call.name, call.arguments, call.extra)
+
+
 def _checked(
     role: object,
     content: object,

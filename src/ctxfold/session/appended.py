@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import MESSAGE, Event, NewEvent
 from ctxfold.messages import Message, ToolCall
+from ctxfold.messages._values import check_fields
 from ctxfold.session.private import private_message
 from ctxfold.storage.checks import decode_data, encode_data, fresh_event, strings_event
 
@@ -35,35 +36,28 @@ def message_event(position: int, item: Message) -> tuple[NewEvent, Message | Non
     """The event that stores `item`, and the message the projection may fold as it is: `item`
     itself when its stored form gives it back equal and it has no `extra`, a private copy
     (`private_message`) when it has one, else None (it is read from the stored data).
-    Refuses, before anything is written, a field of a type that a read of the log would refuse
-    (`Message.from_dict`): the constructor does not check them."""
+    Refuses, before anything is written, a message whose fields were set past its constructor's
+    checks (`ctxfold.messages._values.check_fields`): a read of the log would refuse them."""
     content, call_id, name = item.content, item.tool_call_id, item.name
-    plain = type(item) is Message and type(item.tool_calls) is tuple
-    extra = bool(item.extra)
-    if not (
-        (content is None or type(content) is str)
+    try:
+        # The constructor checked these; a value whose fields were set past it must not reach
+        # the log, which could not give it back.
+        check_fields(item)
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"item {position} of the append: {exc}; nothing was written"
+        ) from None
+    # Exact types only: a subclass of str, or a tuple of calls that JSON turns into a list,
+    # does not come back from the stored form as it went in.
+    plain = (
+        type(item) is Message
+        and type(item.tool_calls) is tuple
+        and (content is None or type(content) is str)
         and (call_id is None or type(call_id) is str)
         and (name is None or type(name) is str)
-    ):
-        for field, value in (("content", content), ("tool_call_id", call_id), ("name", name)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(
-                    f"item {position} of the append: {field} must be a string or None, "
-                    f"not {type(value).__name__}; nothing was written"
-                )
-        plain = False  # a subclass of str: the stored form gives a str back
+    )
+    extra = bool(item.extra)
     for call in item.tool_calls:
-        if not (
-            isinstance(call.id, str)
-            and call.id
-            and isinstance(call.name, str)
-            and call.name
-            and isinstance(call.arguments, str)
-        ):
-            raise InvalidInputError(
-                f"item {position} of the append: a tool call needs a non-empty string id and "
-                f"name and string arguments, not {call!r}; nothing was written"
-            )
         if call.extra:
             extra = True
         if not (
