@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from ctxfold._unicode import is_well_formed, well_formed_data
+from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
@@ -118,7 +118,7 @@ def fingerprint(item: Mapping[str, Any]) -> str:
         kept["type"] = "message"
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
     # The log holds U+FFFD where the Runner's copy of an item may still hold a lone surrogate.
-    return text if is_well_formed(text) else cast(str, well_formed_data(text))
+    return well_formed(text)
 
 
 def flatten(messages: Sequence[Message]) -> Iterator[dict[str, Any]]:

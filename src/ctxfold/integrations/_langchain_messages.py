@@ -108,8 +108,6 @@ def _replace_surrogates(value: Any) -> Any:
         )
     if isinstance(value, (list, tuple)):
         return type(value)(_replace_surrogates(v) for v in value)
-    if isinstance(value, str) and is_well_formed(value):
-        return value
     return well_formed_data(value)
 
 
