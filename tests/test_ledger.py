@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -595,6 +596,59 @@ def test_merge_is_associative(cuts: list[int]) -> None:
     i, j = sorted(cuts)
     a, b, c = (build_ledger(SCRIPT[:i]), build_ledger(SCRIPT[i:j]), build_ledger(SCRIPT[j:]))
     assert merge(merge(a, b), c) == merge(a, merge(b, c)) == build_ledger(SCRIPT)
+
+
+def _reused_ids() -> list[tuple[int, Message]]:
+    """A log whose call ids come back: a call left waiting, a later call with its id answered,
+    then one more waiting call with it; an editor opened in one item and edited in the next."""
+
+    def call(seq: int, call_id: str, command: str) -> tuple[int, Message]:
+        arguments = json.dumps({"command": command})
+        return seq, Message("assistant", None, (ToolCall(call_id, "bash", arguments),))
+
+    return [
+        (1, Message("user", "Fix lib.py")),
+        call(2, "c1", "cat lib.py"),
+        call(3, "c1", "python repro.py"),
+        (4, Message("tool", "<returncode>1</returncode>\nNameError: x", tool_call_id="c1")),
+        call(5, "c2", "open lib.py"),
+        (6, Message("tool", "[File: lib.py]", tool_call_id="c2")),
+        call(7, "c3", "edit 3:3\n    y = 2\nend_of_edit"),
+        (8, Message("tool", "[File: lib.py (9 lines)]", tool_call_id="c3")),
+        call(9, "c1", "python repro.py"),
+        call(10, "c4", "pytest tests/test_lib.py"),
+        (11, Message("tool", "== 5 passed in 0.2s ==", tool_call_id="c4")),
+        call(12, "c1", "ls"),
+        (13, Message("tool", "lib.py", tool_call_id="c1")),
+        (14, Message("tool", "a late answer", tool_call_id="c1")),
+    ]
+
+
+@pytest.mark.guarantee("ledger-merges-losslessly")
+@pytest.mark.parametrize("size", [1, 2, 3])
+@pytest.mark.parametrize("log", [SCRIPT, _reused_ids()], ids=["script", "reused-ids"])
+def test_merging_piece_by_piece_equals_the_whole(log: list[tuple[int, Message]], size: int) -> None:
+    """Merging the ledgers of pieces of `size` log items one after another onto what was merged
+    so far, as a view's ledger is merged at every compaction, gives the ledger of the whole log:
+    the calls still waiting and the file left open, which a merged ledger carries from its
+    parts, are those of the whole."""
+    whole = build_ledger(log)
+    merged = Ledger()
+    for start in range(0, len(log), size):
+        end = start + size
+        merged = merge(merged, build_ledger(log[start:end]))
+        part = build_ledger(log[:end])
+        assert merged == part, end
+        assert merged.open_file() == part.open_file(), end
+        # A result still to come must answer the call the whole log's ledger gives it.
+        for seq, message in log[end:]:
+            if message.role == "tool":
+                probe = build_ledger([(seq, message)])
+                assert merge(merged, probe) == merge(part, probe), (end, seq)
+    assert merged == whole
+    assert (merged.files(), merged.errors()) == (whole.files(), whole.errors())
+    assert merged.without_task() == replace(whole, task=None)
+    assert merged.without_task().files() == whole.files()
 
 
 def test_extend_reads_only_the_new_messages() -> None:

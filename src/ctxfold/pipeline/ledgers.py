@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from ctxfold.errors import InvalidInputError
@@ -99,7 +98,7 @@ def ledger_section(
     if task is not None and any(
         item.id == task.seq and item.original is None and not item.synthetic for item in view.items
     ):
-        ledger = replace(ledger, task=None)
+        ledger = ledger.without_task()
     text = render(ledger, max_tokens, view.count_text, count_whole=view.count_lines)
     if not text.startswith(HEADING):
         return ""

@@ -213,11 +213,23 @@ class Ledger:
 
     def open_file(self) -> str | None:
         """The file an SWE-agent ``edit`` after this stretch would change, if the stretch says."""
-        for command in reversed(self.commands):
-            for op in reversed(command.ops):
-                if op.opens and op.path is not None:
-                    return op.path
-        return None
+        if "open" not in self._derived:
+            self._derived["open"] = _open_file(self.commands)
+        return cast("str | None", self._derived["open"])
+
+    def without_task(self) -> Ledger:
+        """This ledger with no task; what it derives from its commands stays worked out."""
+        out = replace(self, task=None)
+        out._derived.update(self._derived)
+        return out
+
+    def _waiting(self) -> dict[str, int]:
+        """Call id -> index of the latest command with that id, if it still waits for its
+        result (a later call reusing an id hides an earlier one, as it does while building).
+        Shared: a caller copies it before changing it."""
+        if "waiting" not in self._derived:
+            self._derived["waiting"] = _waiting(self.commands)
+        return cast("dict[str, int]", self._derived["waiting"])
 
 
 def merge(first: Ledger, second: Ledger) -> Ledger:
@@ -239,7 +251,7 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
             f"{second.first_seq}, at or before item {first.last_seq} where the first ends"
         )
     commands = list(first.commands)
-    waiting = _waiting(commands)
+    waiting = dict(first._waiting())
     orphans = list(first.orphans)
     for result in second.orphans:
         index = waiting.pop(result.call_id, None)
@@ -247,8 +259,15 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
             orphans.append(result)
         else:
             commands[index] = replace(commands[index], result=result)
-    commands += _bind_edits(second.commands, first.open_file())
-    return Ledger(
+    opened = first.open_file()
+    for command in _bind_edits(second.commands, opened):
+        # The later call with an id decides whether that id waits, as in `_waiting`.
+        if command.result is None:
+            waiting[command.call_id] = len(commands)
+        else:
+            waiting.pop(command.call_id, None)
+        commands.append(command)
+    merged = Ledger(
         task=first.task or second.task,
         commands=tuple(commands),
         decisions=first.decisions + second.decisions,
@@ -256,15 +275,28 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
         first_seq=first.first_seq,
         last_seq=second.last_seq,
     )
+    # Worked out from the parts, so that merging a long ledger with a short one costs the
+    # short one's length (plus copying references), not a walk of the long one: a view's
+    # ledger is merged item by item at every compaction. The bound edits open nothing.
+    second_opened = second.open_file()
+    merged._derived["waiting"] = waiting
+    merged._derived["open"] = second_opened if second_opened is not None else opened
+    return merged
 
 
-def _waiting(commands: list[Command]) -> dict[str, int]:
-    """Call id -> index of the latest command with that id, if it still waits for its result
-    (a later call reusing an id hides an earlier one, as it does while building)."""
+def _waiting(commands: tuple[Command, ...]) -> dict[str, int]:
     latest: dict[str, int] = {}
     for index, command in enumerate(commands):
         latest[command.call_id] = index
     return {cid: i for cid, i in latest.items() if commands[i].result is None}
+
+
+def _open_file(commands: tuple[Command, ...]) -> str | None:
+    for command in reversed(commands):
+        for op in reversed(command.ops):
+            if op.opens and op.path is not None:
+                return op.path
+    return None
 
 
 def _bind_edits(commands: tuple[Command, ...], open_file: str | None) -> Iterator[Command]:
