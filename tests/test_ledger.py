@@ -576,13 +576,41 @@ SCRIPT = [
 ]
 
 
+def _reused_ids() -> list[tuple[int, Message]]:
+    """A log whose call ids come back: a call left waiting, a later call with its id answered,
+    then one more waiting call with it; an editor opened in one item and edited in the next."""
+
+    def call(seq: int, call_id: str, command: str) -> tuple[int, Message]:
+        arguments = json.dumps({"command": command})
+        return seq, Message("assistant", None, (ToolCall(call_id, "bash", arguments),))
+
+    return [
+        (1, Message("user", "Fix lib.py")),
+        call(2, "c1", "cat lib.py"),
+        call(3, "c1", "python repro.py"),
+        (4, Message("tool", "<returncode>1</returncode>\nNameError: x", tool_call_id="c1")),
+        call(5, "c2", "open lib.py"),
+        (6, Message("tool", "[File: lib.py]", tool_call_id="c2")),
+        call(7, "c3", "edit 3:3\n    y = 2\nend_of_edit"),
+        (8, Message("tool", "[File: lib.py (9 lines)]", tool_call_id="c3")),
+        call(9, "c1", "python repro.py"),
+        call(10, "c4", "pytest tests/test_lib.py"),
+        (11, Message("tool", "== 5 passed in 0.2s ==", tool_call_id="c4")),
+        call(12, "c1", "ls"),
+        (13, Message("tool", "lib.py", tool_call_id="c1")),
+        (14, Message("tool", "a late answer", tool_call_id="c1")),
+    ]
+
+
 @pytest.mark.guarantee("ledger-merges-losslessly")
-def test_merge_of_any_split_equals_the_whole() -> None:
-    """Split anywhere (even between a call and its result, or between `open` and `edit`), the
-    merged ledger equals the ledger of the whole log."""
-    whole = build_ledger(SCRIPT)
-    for cut in range(len(SCRIPT) + 1):
-        merged = merge(build_ledger(SCRIPT[:cut]), build_ledger(SCRIPT[cut:]))
+@pytest.mark.parametrize("log", [SCRIPT, _reused_ids()], ids=["script", "reused-ids"])
+def test_merge_of_any_split_equals_the_whole(log: list[tuple[int, Message]]) -> None:
+    """Split anywhere (even between a call and its result, between `open` and `edit`, or
+    before a result whose call id came back and was answered), the merged ledger equals the
+    ledger of the whole log."""
+    whole = build_ledger(log)
+    for cut in range(len(log) + 1):
+        merged = merge(build_ledger(log[:cut]), build_ledger(log[cut:]))
         assert merged == whole, cut
         assert merged.files() == whole.files()
         assert merged.errors() == whole.errors()

@@ -253,8 +253,20 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
     commands = list(first.commands)
     waiting = dict(first._waiting())
     orphans = list(first.orphans)
+    # A result of `second` answers a waiting call of `first` only if no call of `second` with
+    # its id came before it: that call hides the older one, as it does while building (a
+    # result for an id reused and answered already stays an orphan).
+    called: dict[str, int] = {}
+    if second.orphans:
+        for command in second.commands:
+            called.setdefault(command.call_id, command.seq)
     for result in second.orphans:
-        index = waiting.pop(result.call_id, None)
+        hidden = called.get(result.call_id)
+        index = (
+            None
+            if hidden is not None and hidden < result.seq
+            else waiting.pop(result.call_id, None)
+        )
         if index is None:
             orphans.append(result)
         else:
