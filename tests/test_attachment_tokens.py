@@ -7,15 +7,16 @@ whose frame header sits behind a large EXIF segment, as camera photos have.
 from __future__ import annotations
 
 import base64
+import json
 import math
 import struct
-import zlib
 from collections.abc import Callable
 
 import pytest
 
+from ctxfold import InvalidInputError
 from ctxfold.messages import Message, from_anthropic, from_openai
-from ctxfold.messages.media import attachments
+from ctxfold.messages.media import attachments, media_part, with_media
 from ctxfold.protocols import TokenCounter
 from ctxfold.tokens import HeuristicCounter, Tally, TiktokenCounter
 from ctxfold.tokens._media_data import image_size
@@ -27,29 +28,13 @@ from ctxfold.tokens.attachments import (
     PAGE_TOKENS,
     UNSEEN_DOCUMENT_TOKENS,
     anthropic_image_tokens,
+    attachment_tokens,
+    measure,
     openai_image_tokens,
 )
+from tests._media import png
 
 COUNTERS: list[Callable[[], TokenCounter]] = [HeuristicCounter, TiktokenCounter]
-
-
-def png(width: int, height: int, padding: int = 0) -> bytes:
-    """A valid PNG of one colour; `padding` bytes of ancillary data make it as large as asked."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    rows = zlib.compress(b"".join(b"\x00" + b"\x80" * width for _ in range(height)))
-    extra = chunk(b"tEXt", b"Comment\x00" + b"x" * padding) if padding else b""
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + extra
-        + chunk(b"IDAT", rows)
-        + chunk(b"IEND", b"")
-    )
 
 
 def jpeg_header(width: int, height: int, exif: int) -> bytes:
@@ -245,3 +230,124 @@ def test_a_session_tally_sees_the_image() -> None:
     before = tally.total
     tally.add(2, anthropic_image({"type": "url", "url": "https://example.com/a.png"}, text=""))
     assert tally.total - before >= ANTHROPIC_MAX_IMAGE
+
+
+@pytest.mark.parametrize("make", COUNTERS)
+def test_a_media_record_costs_what_the_same_part_costs_through_the_openai_adapter(
+    make: Callable[[], TokenCounter],
+) -> None:
+    """A message made outside the adapters (as the integrations make them) whose media is
+    recorded with `with_media` is priced like the same part read by `from_openai`, after a trip
+    through the log's JSON too; once its text is replaced (a cleared result), the stale media is
+    no longer counted."""
+    counter = make()
+    url = "data:image/png;base64," + b64(png(2000, 1500, padding=300_000))
+    made = with_media(Message("user", "what is in it?"), [measure(media_part("image", url=url))])
+    stored = Message.from_dict(json.loads(json.dumps(made.to_dict())))
+    assert "base64" not in made.text
+    for message in (made, stored):
+        assert counter.count_message(message) == counter.count_message(openai_image(url))
+    cleared = stored.replace(content="[cleared]")
+    assert attachments(cleared) == []
+    assert counter.count_message(cleared) == counter.count_message(Message("user", "[cleared]"))
+
+
+def test_media_parts_take_data_urls_and_references() -> None:
+    """`media_part` gives the Chat Completions part each kind is priced as: base64 data becomes
+    a data: URL, a document by URL or id and audio by reference keep what names them."""
+    assert media_part("image", data="iVBO", media_type="image/png") == {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}  # fmt: skip
+    assert media_part("document", url="https://example.com/a.pdf", filename="a.pdf") == {
+        "type": "file", "file": {"file_url": "https://example.com/a.pdf", "filename": "a.pdf"}
+    }  # fmt: skip
+    assert media_part("audio", url="data:audio/mpeg;base64,SUQz") == {
+        "type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}}  # fmt: skip
+    assert media_part("audio", url="https://example.com/a.mp3") == {
+        "type": "input_audio", "input_audio": {"url": "https://example.com/a.mp3"}}  # fmt: skip
+    message = Message("tool", "", tool_call_id="c1")
+    assert with_media(message, []) is message
+
+
+def test_a_content_part_given_for_measured_facts_is_refused() -> None:
+    """`with_media` takes measured facts: a content part (which it would never count) is refused
+    with an error that says to measure it, and `measure` refuses a part that is no media."""
+    part = media_part("image", url="https://example.com/a.png")
+    with pytest.raises(InvalidInputError, match="measure"):
+        with_media(Message("user", "hi"), [part])
+    with pytest.raises(InvalidInputError, match="'text'"):
+        measure({"type": "text", "text": "no media"})
+
+
+def wav(seconds: int, rate: int = 16_000) -> bytes:
+    samples = b"\x00\x00" * rate * seconds
+    return b"RIFF" + struct.pack("<I", 36 + len(samples)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(samples)
+    ) + samples  # fmt: skip
+
+
+@pytest.mark.parametrize("make", COUNTERS)
+def test_a_media_record_holds_what_its_media_costs_not_its_data(
+    make: Callable[[], TokenCounter],
+) -> None:
+    """The log keeps inline media once: the record of a 260 KB image, a PDF and a WAV clip
+    beside a 20 KB text is under 1 KB of JSON and holds none of their data nor the text, yet
+    each part costs what it costs through the OpenAI adapter. A URL is kept whole, however
+    long."""
+    counter = make()
+    text = "Compare these. " * 1_400
+    image = "data:image/png;base64," + b64(png(1024, 1024, padding=260_000))
+    parts = [
+        media_part("image", url=image, detail="auto"),
+        media_part("document", data=b64(_pdf(3)), media_type="application/pdf"),
+        media_part("audio", data=b64(wav(2)), media_type="audio/wav"),
+        media_part("image", url="https://example.com/" + "a" * 5_000 + ".png"),
+    ]
+    made = with_media(Message("user", text), [measure(p) for p in parts])
+    logged = json.dumps(made.to_dict()["extra"]["media"])
+    assert len(image) > 260_000
+    assert len(logged.replace("a" * 5_000, "")) < 1_000
+    assert image[100:200] not in logged
+    assert "Compare these" not in logged
+    stored = Message.from_dict(json.loads(json.dumps(made.to_dict())))
+    for part in parts:
+        alone = with_media(Message("user", text), [measure(part)])
+        through_adapter = from_openai([{"role": "user", "content": [
+            {"type": "text", "text": text}, part]}])[0]  # fmt: skip
+        assert counter.count_message(alone) == counter.count_message(through_adapter)
+    assert attachment_tokens(stored, len) == sum(
+        attachment_tokens(with_media(Message("user", text), [measure(p)]), len) for p in parts
+    )
+    assert attachment_tokens(stored.replace(content=text + "!"), len) == 0
+
+
+def test_a_hand_written_record_of_the_wrong_shape_is_ignored_or_priced_by_defaults() -> None:
+    """A media record in a log written by hand never raises while counting: a record of the
+    wrong shape is ignored, and a fact of the wrong type or out of range (a string, a boolean,
+    a negative, NaN, infinity, a number past 2**53) is priced by the default for what it would
+    have said."""
+    digest = with_media(Message("user", "hi"), [{"type": "image"}]).extra["media"]["text_digest"]
+
+    def tokens(record: str) -> int:
+        row = f'{{"role": "user", "content": "hi", "extra": {{"media": {record}}}}}'
+        return attachment_tokens(Message.from_dict(json.loads(row)), len)
+
+    def facts(*parts: str) -> int:
+        return tokens(f'{{"text_digest": "{digest}", "parts": [{", ".join(parts)}]}}')
+
+    assert tokens('"image"') == tokens('{"parts": [{"type": "image"}]}') == 0
+    assert tokens('{"text_digest": 7, "parts": [{"type": "image"}]}') == 0
+    assert tokens(f'{{"text_digest": "{digest}", "parts": {{"type": "image"}}}}') == 0
+    assert facts('1, null, "image", {"type": ["image"]}, {"type": "video"}, {}') == 0
+    for width in ('"1024"', "true", "-1", "0", "1e400", "NaN", str(2**60), "1024.0"):
+        image = f'{{"type": "image", "width": {width}, "height": 1024}}'
+        assert facts(image) == OPENAI_UNKNOWN_IMAGE, width
+    assert facts('{"type": "image", "width": 1024, "height": 1024, "detail": ["low"]}') == 765
+    assert facts('{"type": "image", "detail": "low", "width": "x"}') == OPENAI_LOW_DETAIL
+    for pages in ('"3"', "0", "NaN", "3.0", str(2**60)):
+        assert facts(f'{{"type": "document", "pages": {pages}}}') == UNSEEN_DOCUMENT_TOKENS
+        assert facts(f'{{"type": "document", "pages": {pages}, "bytes": 150000}}') == 9_000
+    assert facts('{"type": "document", "pages": 2, "bytes": "many"}') == 2 * PAGE_TOKENS
+    for seconds in ('"2"', "-1", "NaN", "Infinity", "1e400", "true"):
+        assert facts(f'{{"type": "audio", "seconds": {seconds}}}') == 0, seconds
+        assert facts(f'{{"type": "audio", "seconds": {seconds}, "bytes": 8000}}') == 20
+    assert facts('{"type": "audio", "seconds": 2.5}', '{"type": "audio", "seconds": 3}') == 55

@@ -46,6 +46,21 @@ from tests._integration import (
     tokens,
     tool_output,
 )
+from tests._media import (
+    B64,
+    CALL_ID,
+    DATA_URL,
+    PDF_URL,
+    QUESTION,
+    URL_IDS,
+    URLS,
+    assert_counted_like,
+    assert_logged_once,
+    count,
+    openai_pdf,
+    openai_tool,
+    openai_user,
+)
 
 __all__ = ["reopen"]
 
@@ -559,3 +574,90 @@ def test_thread_ids_langgraph_accepts_name_the_session_of_their_text(thread_id: 
         {"configurable": {"thread_id": thread_id}},
     )
     assert [m.content for m in middleware.session(str(thread_id)).messages()][1:] == ["hi", "ok"]
+
+
+def image_blocks(url: str) -> list[dict[str, Any]]:
+    """The same image in the shapes a LangChain message may hold it: OpenAI's ``image_url``
+    part, and LangChain's own standard image block (by URL, or by base64 data)."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "image_url", "image_url": {"url": url}},
+        {"type": "image", "url": url},
+    ]
+    if url == DATA_URL:
+        blocks.append({"type": "image", "base64": B64, "mime_type": "image/png"})
+    return blocks
+
+
+@pytest.mark.parametrize("url", URLS, ids=URL_IDS)
+def test_an_image_costs_what_openai_bills_for_it_not_its_text(url: str) -> None:
+    """A human message with an image, in any block shape, costs what the same message costs
+    through `from_openai` (a 1024 x 1024 image: 765 tokens), far more than its question; and
+    it comes back from the log as it went in."""
+    for block in image_blocks(url):
+        human = HumanMessage(content=[{"type": "text", "text": QUESTION}, block], id="h1")
+        converted = conv.to_message(human, index=0)
+        assert_counted_like([converted], openai_user(url))
+        assert conv.from_message(converted) == human
+
+
+def test_a_pdf_costs_its_pages() -> None:
+    """A PDF in a standard file block costs its pages, as through `from_openai`."""
+    pdf = {"type": "file", "base64": PDF_URL.partition(",")[2], "mime_type": "application/pdf"}
+    human = HumanMessage(content=[{"type": "text", "text": QUESTION}, pdf])
+    assert_counted_like([conv.to_message(human, index=0)], openai_pdf())
+
+
+def test_an_image_a_tool_returns_costs_an_image_not_its_base64() -> None:
+    """A `ToolMessage` whose content is an image costs what the same tool message costs
+    through `from_openai`; it comes back from the log as it went in, and cleared by a
+    compaction it costs its placeholder alone and sends no image."""
+    result = ToolMessage(
+        content=[{"type": "image", "base64": B64, "mime_type": "image/png"}],
+        tool_call_id=CALL_ID,
+        id="t1",
+    )
+    converted = conv.to_message(result, index=0)
+    assert_counted_like([converted], openai_tool(DATA_URL))
+    assert conv.from_message(converted) == result
+    cleared = converted.replace(content="[cleared]")
+    assert count([cleared]) == count([cleared.replace(extra={})])
+    back = conv.from_message(cleared)
+    assert (back.content, back.id) == ("[cleared]", "t1")
+
+
+def test_an_inline_image_is_logged_once() -> None:
+    """An inline image, in a question or a tool's result, in any block shape, is logged once, in
+    the stored message: what ctxfold records to price it is its size, not its data."""
+    for block in image_blocks(DATA_URL):
+        human = HumanMessage(content=[{"type": "text", "text": QUESTION}, block])
+        assert_logged_once([conv.to_message(human, index=0)])
+    result = ToolMessage(
+        content=[{"type": "image", "base64": B64, "mime_type": "image/png"}], tool_call_id=CALL_ID
+    )
+    assert_logged_once([conv.to_message(result, index=0)])
+
+
+def test_images_reach_the_model_unchanged_through_the_middleware() -> None:
+    """A question with an image and a tool that returns one: the model is sent both as
+    LangChain made them, and the log prices them as images."""
+
+    @tool(response_format="content")
+    def shot() -> list[dict[str, Any]]:
+        """Take a screenshot."""
+        return [{"type": "image", "base64": B64, "mime_type": "image/png"}]
+
+    call = {"name": "shot", "args": {}, "id": CALL_ID}
+    answers = iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="grey")])
+    model = ScriptedChat(messages=answers, requests=[])
+    middleware = CtxfoldMiddleware(store=MemoryStore(), compactor=compactor())
+    agent = create_agent(model, [shot], middleware=[middleware], checkpointer=InMemorySaver())
+    question = [{"type": "text", "text": QUESTION}, *image_blocks(DATA_URL)[:1]]
+    config = {"configurable": {"thread_id": "lc-images"}}
+    agent.invoke({"messages": [HumanMessage(content=question)]}, config)
+
+    first, second = model.requests
+    assert first[-1].content == question
+    assert second[-1].content == shot.invoke({})
+    user, _, result, _ = middleware.session("lc-images").messages()
+    assert_counted_like([user], openai_user(DATA_URL))
+    assert_counted_like([result], openai_tool(DATA_URL))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from tests._frameworks import minimum
 
 pytest.importorskip("agents", minversion=minimum("agents"))
 
-from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
+from agents import Agent, ModelSettings, RunConfig, Runner, ToolOutputImage, function_tool
 from agents.items import ModelResponse
 from agents.memory import SessionSettings, SQLiteSession
 from agents.models.interface import Model
@@ -29,10 +31,11 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from ctxfold import InvalidInputError, MemoryStore, SQLiteStore
+from ctxfold import InvalidInputError, MemoryStore, Message, SQLiteStore
 from ctxfold.integrations import _agents_items as conv
 from ctxfold.integrations.openai_agents import CtxfoldSession
 from ctxfold.storage.base import EventStore
+from ctxfold.tokens.attachments import openai_image_tokens
 from tests._integration import (
     CALLS_PER_TASK,
     MORE_TASKS,
@@ -44,6 +47,21 @@ from tests._integration import (
     reopen,
     tokens,
     tool_output,
+)
+from tests._media import (
+    B64,
+    CALL_ID,
+    DATA_URL,
+    PDF_URL,
+    QUESTION,
+    URL_IDS,
+    URLS,
+    assert_counted_like,
+    assert_logged_once,
+    count,
+    openai_pdf,
+    openai_tool,
+    openai_user,
 )
 
 __all__ = ["reopen"]
@@ -580,3 +598,154 @@ async def test_a_lone_surrogate_in_an_answer_is_stored_as_a_replacement_characte
     stored = await session.get_items()
     assert stored[1]["content"][0]["text"] == "half \ufffd, whole \U0001f600"
     assert session.projected_items() == stored
+
+
+def image_question(url: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": QUESTION},
+            {"type": "input_image", "image_url": url, "detail": "auto"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("url", URLS, ids=URL_IDS)
+def test_an_input_image_costs_what_openai_bills_for_it_not_its_text(url: str) -> None:
+    """A user message with an image costs what the same message costs through `from_openai`
+    (a 1024 x 1024 image: 765 tokens), far more than its question alone."""
+    assert_counted_like(conv.items_to_messages([image_question(url)]), openai_user(url))
+
+
+def test_an_input_file_costs_its_pages() -> None:
+    """A PDF sent as an ``input_file`` costs its pages, as through `from_openai`."""
+    item = {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": QUESTION},
+            {"type": "input_file", "file_data": PDF_URL, "filename": "a.pdf"},
+        ],
+    }
+    assert_counted_like(conv.items_to_messages([item]), openai_pdf())
+
+
+IMAGE_OUTPUTS = [
+    {
+        "type": "function_call_output",
+        "call_id": CALL_ID,
+        "output": [{"type": "input_image", "image_url": DATA_URL, "detail": "auto"}],
+    },
+    {
+        "type": "computer_call_output",
+        "call_id": CALL_ID,
+        "output": {"type": "computer_screenshot", "image_url": DATA_URL},
+    },
+]
+
+
+@pytest.mark.parametrize("item", IMAGE_OUTPUTS, ids=["function-output", "screenshot"])
+def test_an_image_a_tool_returns_costs_an_image_not_its_base64(item: dict[str, Any]) -> None:
+    """A tool output that is an image (a function tool's `ToolOutputImage`, a computer call's
+    screenshot) costs what the same tool message costs through `from_openai`; its base64 is not
+    its text. Cleared by a compaction, it costs its placeholder alone and sends no image."""
+    (message,) = conv.items_to_messages([item])
+    assert message.text == ""
+    assert_counted_like([message], openai_tool(DATA_URL))
+    cleared = message.replace(content="[cleared]")
+    assert count([cleared]) == count([cleared.replace(extra={})])
+    assert DATA_URL not in json.dumps(conv.message_to_items(cleared))
+
+
+def test_an_image_an_image_generation_call_made_is_counted_as_an_image() -> None:
+    """The image a hosted image generation call made rides back to the model as an image: it
+    costs an image, not its base64 as text, and comes back from the log as it went in."""
+    item = {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": B64}
+    (message,) = conv.items_to_messages([item])
+    assert B64[:1000] not in message.text
+    assert count([message]) - count([message.replace(extra={})]) == openai_image_tokens(1024, 1024)
+    assert conv.message_to_items(message) == [item]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        image_question(DATA_URL),
+        *IMAGE_OUTPUTS,
+        {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": B64},
+    ],
+    ids=["input-image", "function-output", "screenshot", "generated"],
+)
+def test_an_inline_image_is_logged_once(item: dict[str, Any]) -> None:
+    """A computer-use agent's screenshot, like any inline image, is logged once, in its item:
+    what ctxfold records to price it is its size, not its data, so the log does not double."""
+    assert_logged_once(conv.items_to_messages([item]))
+
+
+async def test_images_reach_the_model_unchanged_and_round_trip_through_the_log() -> None:
+    """A question with an image and a tool that returns one: the model is sent both as the SDK
+    made them, the session gives them back as they went in, also from a reopened store, and the
+    log prices them as images."""
+
+    @function_tool
+    def shot() -> ToolOutputImage:
+        """Take a screenshot."""
+        return ToolOutputImage(image_url=DATA_URL)
+
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id=CALL_ID, name="shot", arguments="{}", id="fc1"
+    )
+    model = SDKScriptedModel([[call], [assistant_message("a grey square")]])
+    session = CtxfoldSession("images", store=MemoryStore(), compactor=compactor())
+    config = RunConfig(call_model_input_filter=session.model_input_filter, tracing_disabled=True)
+    agent = Agent(name="a", model=model, tools=[shot])
+    await Runner.run(agent, [image_question(DATA_URL)], session=session, run_config=config)
+
+    first, second = (call.input for call in model.calls)
+    assert first[0]["content"] == image_question(DATA_URL)["content"]
+    (output,) = [i for i in second if i.get("type") == "function_call_output"]
+    assert output["output"][0]["image_url"] == DATA_URL
+    items = await session.get_items()
+    assert items[0]["content"] == image_question(DATA_URL)["content"]
+    reopened = CtxfoldSession("images", store=session.session.store)
+    assert await reopened.get_items() == items
+    assert reopened.projected_items() == items
+    user, _, tool, _ = reopened.session.messages()
+    assert_counted_like([user], openai_user(DATA_URL))
+    assert_counted_like([tool], openai_tool(DATA_URL))
+
+
+def test_an_image_output_an_earlier_ctxfold_logged_still_goes_back_as_it_came() -> None:
+    """An earlier ctxfold put an image output's JSON in the message text; such a logged message
+    still gives back its item, image and all, rather than that JSON as text."""
+    item = IMAGE_OUTPUTS[0]
+    earlier = Message(
+        "tool",
+        json.dumps(item["output"], sort_keys=True, separators=(",", ":")),
+        tool_call_id=CALL_ID,
+        extra={conv.NAMESPACE: {"items": [item]}},
+    )
+    assert conv.message_to_items(earlier) == [item]
+
+
+def test_a_logged_image_is_priced_in_a_new_process(tmp_path: Path) -> None:
+    """What the log holds is enough to price an image: a new process that reads the session
+    and imports no integration counts the image as the process that logged it did."""
+    path = tmp_path / "log.db"
+    with SQLiteStore(path) as store:
+        session = store.session("fresh")
+        session.append(conv.items_to_messages([image_question(DATA_URL), IMAGE_OUTPUTS[0]]))
+        here = count(session.messages())
+    script = (
+        "import sys\n"
+        "from ctxfold import SQLiteStore\n"
+        "from ctxfold.tokens import counter\n"
+        f"with SQLiteStore({str(path)!r}) as store:\n"
+        "    messages = store.session('fresh').messages()\n"
+        "    print(sum(counter('auto').count_message(m) for m in messages))\n"
+        "assert not any(name.startswith('ctxfold.integrations') for name in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout) == here
+    assert here < 2 * count([openai_user(DATA_URL)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -15,8 +16,11 @@ pytest.importorskip("pydantic_ai", minversion=minimum("pydantic_ai"))
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
+    BinaryContent,
     CapabilityLoadDeltaPart,
     CompactionPart,
+    FilePart,
+    ImageUrl,
     InstructionBaselinePart,
     InstructionDeltaPart,
     InstructionPart,
@@ -45,10 +49,20 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ctxfold import InvalidInputError, MemoryStore, Message
+from ctxfold import (
+    Budget,
+    ClearToolResults,
+    InvalidInputError,
+    MemoryStore,
+    Message,
+    compact_messages,
+)
 from ctxfold.integrations import _pydantic_ai_messages as conv
 from ctxfold.integrations.pydantic_ai import CtxfoldCapability
+from ctxfold.messages.media import attachments
+from ctxfold.pipeline.clear import CLEARED_MARK
 from ctxfold.storage.base import EventStore
+from ctxfold.tokens.attachments import openai_image_tokens
 from tests._integration import (
     CALLS_PER_TASK,
     MORE_TASKS,
@@ -60,6 +74,22 @@ from tests._integration import (
     reopen,
     tokens,
     tool_output,
+)
+from tests._media import (
+    B64,
+    CALL_ID,
+    DATA_URL,
+    PDF,
+    PNG,
+    QUESTION,
+    URL_IDS,
+    URLS,
+    assert_counted_like,
+    assert_logged_once,
+    count,
+    openai_pdf,
+    openai_tool,
+    openai_user,
 )
 
 __all__ = ["reopen"]
@@ -576,3 +606,181 @@ async def test_a_lone_surrogate_in_an_answer_is_logged_as_the_replacement_charac
     assert result.output == "half \ud83d, whole \U0001f600"
     logged = logged_messages(capability.session("pa-surrogate"))
     assert logged[-1].content == "half \ufffd, whole \U0001f600"
+
+
+def image_contents(url: str) -> list[Any]:
+    """The same image as a pydantic-ai prompt or tool may carry it: by URL, and (for a data
+    URL) as `BinaryContent`."""
+    contents: list[Any] = [ImageUrl(url=url)]
+    if url == DATA_URL:
+        contents.append(BinaryContent(data=PNG, media_type="image/png"))
+    return contents
+
+
+def by_serializer(history: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """`history` as pydantic-ai's own message serializer gives it back."""
+    return ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(history))
+
+
+def said(history: Sequence[ModelMessage]) -> list[tuple[str, Any]]:
+    """What each part of `history` says, as pydantic-ai serializes it (no timestamps or ids)."""
+    dumped = ModelMessagesTypeAdapter.dump_python(history, mode="json")
+    return [(p["part_kind"], p.get("content")) for m in dumped for p in m["parts"]]
+
+
+@pytest.mark.parametrize("url", URLS, ids=URL_IDS)
+def test_an_image_costs_what_openai_bills_for_it_not_its_text(url: str) -> None:
+    """A prompt with an image (`ImageUrl`, `BinaryContent`) costs what the same message costs
+    through `from_openai` (a 1024 x 1024 image: 765 tokens), far more than its question; and it
+    comes back from the log as it went in."""
+    for image in image_contents(url):
+        request = ModelRequest(parts=[UserPromptPart([QUESTION, image], timestamp=WHEN)])
+        assert_counted_like(conv.to_messages(request, index=0), openai_user(url))
+        assert round_trip([request]) == by_serializer([request])
+
+
+def test_a_pdf_costs_its_pages() -> None:
+    """A PDF as `BinaryContent` costs its pages, as through `from_openai`."""
+    pdf = BinaryContent(data=PDF, media_type="application/pdf")
+    request = ModelRequest(parts=[UserPromptPart([QUESTION, pdf], timestamp=WHEN)])
+    assert_counted_like(conv.to_messages(request, index=0), openai_pdf())
+
+
+@pytest.mark.parametrize("url", URLS, ids=URL_IDS)
+def test_an_image_a_tool_returns_costs_an_image_not_its_base64(url: str) -> None:
+    """A tool return carrying an image (alone or in a list) costs what the same tool message
+    costs through `from_openai`, not its base64 as text (the defect: 101,300 tokens for one
+    image); it comes back from the log as it went in, and cleared by a compaction it costs its
+    placeholder alone and sends no image."""
+    for image in image_contents(url):
+        for content in (image, [image]):
+            returned = ToolReturnPart("shot", content, tool_call_id=CALL_ID, timestamp=WHEN)
+            request = ModelRequest(parts=[returned])
+            (message,) = conv.to_messages(request, index=0)
+            assert message.text == ""
+            assert_counted_like([message], openai_tool(url))
+            assert round_trip([request]) == by_serializer([request])
+            cleared = message.replace(content="[cleared]")
+            assert count([cleared]) == count([cleared.replace(extra={})])
+            back = conv.to_model_message(cleared)
+            assert isinstance(back, ModelRequest)
+            assert [p.content for p in back.parts] == ["[cleared]"]
+
+
+def test_an_image_a_model_made_is_counted_as_an_image() -> None:
+    """A response's `FilePart` (an image the model made) costs an image, beside its text."""
+    image = FilePart(BinaryContent(data=PNG, media_type="image/png"))
+    response = ModelResponse(parts=[TextPart("here it is"), image], timestamp=WHEN)
+    (message,) = conv.to_messages(response, index=0)
+    assert count([message]) - count([message.replace(extra={})]) == openai_image_tokens(1024, 1024)
+    assert round_trip([response]) == by_serializer([response])
+
+
+def test_an_inline_image_is_logged_once() -> None:
+    """An inline image, in a prompt, a tool return or a response's `FilePart`, is logged once,
+    in the kept parts: what ctxfold records to price it is its size, not its data."""
+    image = BinaryContent(data=PNG, media_type="image/png")
+    for message in (
+        ModelRequest(parts=[UserPromptPart([QUESTION, image], timestamp=WHEN)]),
+        ModelRequest(parts=[ToolReturnPart("shot", image, tool_call_id=CALL_ID, timestamp=WHEN)]),
+        ModelResponse(parts=[TextPart("here it is"), FilePart(image)], timestamp=WHEN),
+    ):
+        assert_logged_once(conv.to_messages(message, index=0))
+
+
+async def test_images_reach_the_model_unchanged_and_are_cleared_with_their_results() -> None:
+    """A question with an image and a tool that returns one, four times: the model is sent
+    what pydantic-ai sends without ctxfold, and clearing the older results clears their images
+    too: a cleared result costs its placeholder alone and sends no image."""
+
+    def agent(capabilities: list[Any], sent: list[list[ModelMessage]]) -> Agent[None, str]:
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            sent.append(list(messages))
+            if len(sent) <= 4:
+                call = ToolCallPart("shot", {}, tool_call_id=f"{CALL_ID}_{len(sent)}")
+                return ModelResponse(parts=[call])
+            return ModelResponse(parts=[TextPart("grey squares")])
+
+        made = Agent(FunctionModel(model), capabilities=capabilities)
+
+        @made.tool_plain
+        def shot() -> BinaryContent:
+            """Take a screenshot."""
+            return BinaryContent(data=PNG, media_type="image/png")
+
+        return made
+
+    prompt = [QUESTION, BinaryContent(data=PNG, media_type="image/png")]
+    plain: list[list[ModelMessage]] = []
+    await agent([], plain).run(prompt)
+    with_ctxfold: list[list[ModelMessage]] = []
+    capability = CtxfoldCapability(store=MemoryStore())
+    await agent([capability], with_ctxfold).run(prompt, conversation_id="pa-images")
+    assert said(with_ctxfold[-1]) == said(plain[-1])
+
+    messages = capability.session("pa-images").messages()
+    image = openai_image_tokens(1024, 1024)
+    assert 5 * image < count(messages) < 5 * image + 500  # one prompt, four returns
+
+    clear = ClearToolResults(keep_steps=1, keep_tail=False)
+    budget = Budget(window=3_000, max_output=500)
+    compacted = compact_messages(messages, budget, pipeline=[clear], counter="auto").messages
+    cleared = [m for m in compacted if m.text.startswith(CLEARED_MARK)]
+    assert len(cleared) >= 3
+    for message in cleared:
+        assert not attachments(message)
+        assert count([message]) == count([message.replace(extra={})])
+        back = conv.to_model_message(message)
+        assert isinstance(back, ModelRequest)
+        assert all(isinstance(p.content, str) for p in back.parts if isinstance(p, ToolReturnPart))
+    assert count(compacted) < count(messages) - 3 * (image - 100)
+
+
+async def test_a_log_with_images_an_earlier_ctxfold_wrote_is_continued() -> None:
+    """An earlier ctxfold logged an image tool return with its JSON as the text, and no media
+    record for it or for the image the model answered with: the history it logged still
+    continues, and is sent as it came."""
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("take a screenshot", timestamp=WHEN)]),
+        ModelResponse(parts=[ToolCallPart("shot", {}, tool_call_id=CALL_ID)], timestamp=WHEN),
+        ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    "shot",
+                    BinaryContent(data=PNG, media_type="image/png"),
+                    tool_call_id=CALL_ID,
+                    timestamp=WHEN,
+                )
+            ]
+        ),
+        ModelResponse(
+            parts=[
+                TextPart("a grey square"),
+                FilePart(BinaryContent(data=PNG, media_type="image/png")),
+            ],
+            timestamp=WHEN,
+        ),
+    ]
+    logged = [m for group in conv.to_messages_at(history, range(4), sourced=True) for m in group]
+    earlier = []
+    for message in logged:
+        kept = message.extra[conv.NAMESPACE]
+        if message.role == "tool":
+            (part,) = kept["parts"]
+            text = json.dumps(part["content"], sort_keys=True, separators=(",", ":"))
+            message = message.replace(content=text)
+        without_record = {k: v for k, v in message.extra.items() if k != "media"}
+        earlier.append(message.replace(extra=without_record))
+    assert len(earlier[2].text) > len(B64)
+    store = MemoryStore()
+    store.session("pa-earlier").append(earlier)
+    sent: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(list(messages))
+        return ModelResponse(parts=[TextPart("still grey")])
+
+    capability = CtxfoldCapability(store=store)
+    agent = Agent(FunctionModel(model), capabilities=[capability])
+    await agent.run("again?", message_history=history, conversation_id="pa-earlier")
+    assert said(sent[0][:4]) == said(history)

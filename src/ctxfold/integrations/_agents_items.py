@@ -16,6 +16,14 @@ with the new ``output``; a summary or note becomes a plain input message.
 The message text is what token counts and summarizers read, so an opaque item contributes its
 compact JSON to the text of its group; only reasoning, whose text the model never sees again as
 written, contributes nothing.
+
+Images, files and audio are never text: an ``input_image``, ``input_file`` or ``input_audio`` part
+(of a message or of a tool output), a computer call's screenshot and the image an image
+generation call made are measured, and what they cost (their size, not their data) recorded as
+the message's media (`ctxfold.messages.media.with_media`), priced as OpenAI bills them, while
+their items still carry them to the model. A tool output that
+is only an image has the text "". (An earlier ctxfold put such an output's JSON, data and all, in
+the text; a message it logged that way still gives back its items.)
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
+from ctxfold.messages.media import MediaFacts, media_part, with_media
+from ctxfold.tokens.attachments import measure
 
 NAMESPACE = "agents"
 
@@ -74,7 +84,8 @@ def items_to_messages(items: Sequence[Any], *, first_index: int = 0) -> list[Mes
             content = item.get("content")
             text = content if isinstance(content, str) else _parts_text(content)
             role = _USER_ROLES[item["role"]]
-            messages.append(Message(role, text, extra={NAMESPACE: {"items": [item]}}))
+            message = Message(role, text, extra={NAMESPACE: {"items": [item]}})
+            messages.append(with_media(message, _media([item])))
     if group:
         messages.append(_assistant(group))
     return messages
@@ -83,7 +94,10 @@ def items_to_messages(items: Sequence[Any], *, first_index: int = 0) -> list[Mes
 def message_to_items(message: Message) -> list[dict[str, Any]]:
     """The items a projected message stands for, as the Agents SDK sends them to the model."""
     kept = raw_items(message)
-    if kept and _text_of(message, kept) == message.content:
+    if kept and (
+        _text_of(message, kept) == message.content
+        or _text_of(message, kept, earlier=True) == message.content
+    ):
         return [dict(item) for item in kept]
     if message.role == "tool":
         base: dict[str, Any] = dict(kept[0]) if kept else {"type": "function_call_output"}
@@ -186,35 +200,40 @@ def _assistant(items: list[dict[str, Any]]) -> Message:
         if item.get("type") in PAIRED_CALLS
     )
     text = _group_text(items)
-    return Message(
+    message = Message(
         "assistant",
         text if text or not calls else None,
         tool_calls=calls,
         extra={NAMESPACE: {"items": items}},
     )
+    return with_media(message, _media(items))
 
 
 def _tool_output(item: dict[str, Any]) -> Message:
-    return Message(
+    message = Message(
         "tool",
         _output_text(item),
         tool_call_id=item["call_id"],
         extra={NAMESPACE: {"items": [item]}},
     )
+    return with_media(message, _media([item]))
 
 
-def _text_of(message: Message, items: Sequence[Mapping[str, Any]]) -> str | None:
-    """The text `items_to_messages` gives these items, to see whether a message still has it."""
+def _text_of(
+    message: Message, items: Sequence[Mapping[str, Any]], *, earlier: bool = False
+) -> str | None:
+    """The text `items_to_messages` gives these items, to see whether a message still has it
+    (`earlier`: the text an earlier ctxfold gave them, media data and all)."""
     if message.role == "tool":
-        return _output_text(items[0])
+        return _output_text(items[0], earlier=earlier)
     if message.role == "assistant":
-        text = _group_text(items)
+        text = _group_text(items, earlier=earlier)
         return text if text or not message.tool_calls else None
     content = items[0].get("content")
     return content if isinstance(content, str) else _parts_text(content)
 
 
-def _group_text(items: Sequence[Mapping[str, Any]]) -> str:
+def _group_text(items: Sequence[Mapping[str, Any]], *, earlier: bool = False) -> str:
     texts: list[str] = []
     for item in items:
         kind = item.get("type")
@@ -224,11 +243,13 @@ def _group_text(items: Sequence[Mapping[str, Any]]) -> str:
         elif kind in PAIRED_CALLS or kind == "reasoning":
             continue
         else:
+            if not earlier and _generated_image(item) is not None:
+                item = {k: v for k, v in item.items() if k != "result"}  # the image's data
             texts.append(json.dumps(item, sort_keys=True, separators=(",", ":")))
     return "\n".join(t for t in texts if t)
 
 
-def _output_text(item: Mapping[str, Any]) -> str:
+def _output_text(item: Mapping[str, Any], *, earlier: bool = False) -> str:
     output = item.get("output")
     if isinstance(output, str):
         return output
@@ -236,7 +257,73 @@ def _output_text(item: Mapping[str, Any]) -> str:
         text = _parts_text(output)
         if text is not None:
             return text
+        if not earlier:
+            output = [part for part in output if _media_part(part) is None]
+            if not output:
+                return ""
+    elif not earlier and _media_part(output) is not None:
+        return ""  # a screenshot
     return json.dumps(output, sort_keys=True, separators=(",", ":"))
+
+
+def _media(items: Sequence[Mapping[str, Any]]) -> list[MediaFacts]:
+    """The images, files and audio these items send, measured: in a message's content or a
+    tool's output (a list of parts, or a screenshot), and the image an image generation call
+    made."""
+    out: list[MediaFacts] = []
+    for item in items:
+        generated = _generated_image(item)
+        if generated is not None:
+            image_format = _text_field(item, "output_format") or "png"
+            image = media_part("image", data=generated, media_type=f"image/{image_format}")
+            out.append(measure(image))
+            continue
+        kind = item_kind(item)
+        if kind == "assistant":
+            continue  # an opaque item's JSON is its text, whatever it holds
+        parts = item.get("content") if kind == "message" else item.get("output")
+        for part in parts if isinstance(parts, list) else [parts]:
+            found = _media_part(part)
+            if found is not None:
+                out.append(measure(found))
+    return out
+
+
+def _media_part(part: Any) -> dict[str, Any] | None:
+    """The media part (`media_part`) for one input content part or screenshot; None for text,
+    and for anything that is no image, file or audio."""
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    url, file_id = _text_field(part, "image_url"), _text_field(part, "file_id")
+    if kind in ("input_image", "computer_screenshot") and (url or file_id):
+        return media_part("image", url=url, file_id=file_id, detail=_text_field(part, "detail"))
+    if kind == "input_file":
+        data = _text_field(part, "file_data")
+        inline = data is not None and not data.startswith("data:")
+        return media_part(
+            "document",
+            url=None if inline else data or _text_field(part, "file_url"),
+            data=data if inline else None,
+            file_id=file_id,
+            filename=_text_field(part, "filename"),
+        )
+    audio = part.get("input_audio") if kind == "input_audio" else None
+    if isinstance(audio, Mapping) and isinstance(audio.get("data"), str):
+        audio_format = _text_field(audio, "format")
+        media_type = f"audio/{audio_format}" if audio_format else None
+        return media_part("audio", data=audio["data"], media_type=media_type)
+    return None
+
+
+def _generated_image(item: Mapping[str, Any]) -> str | None:
+    """The base64 data of the image an image generation call made (its ``result``)."""
+    return _text_field(item, "result") if item.get("type") == "image_generation_call" else None
+
+
+def _text_field(part: Mapping[str, Any], key: str) -> str | None:
+    value = part.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _parts_text(parts: Any) -> str | None:

@@ -107,11 +107,6 @@ def with_source(message: Message, source: Any) -> Message:
     return message.replace(extra={**message.extra, KEY: {"source": source}})
 
 
-def plain_extra(message: Message) -> dict[str, Any]:
-    """`message.extra` without the integration's own bookkeeping."""
-    return {k: v for k, v in message.extra.items() if k != KEY}
-
-
 def source_of(message: Message) -> Any:
     """The framework key recorded with `message`, or None (a summary, a note)."""
     kept = message.extra.get(KEY)
@@ -337,7 +332,6 @@ __all__ = [
     "make_compactor",
     "needs_compaction",
     "open_session",
-    "plain_extra",
     "source_of",
     "with_source",
 ]

@@ -6,6 +6,12 @@ Each LangChain message is stored whole, in LangChain's own serialized form
 `response_metadata` all come back as they went in. The ctxfold fields (role, text, tool calls)
 are derived from it, so that counts, strategies and summaries read the conversation.
 
+Images, files and audio in the content blocks (LangChain's standard blocks, or OpenAI's or
+Anthropic's, which LangChain reads as standard ones) are never text: they are measured, and
+what they cost (their size, not their data) recorded as the message's media
+(`ctxfold.messages.media.with_media`), priced as OpenAI bills them, in a tool message as anywhere
+else, while the stored message still carries them to the model.
+
 Going back, a message whose text is unchanged is the stored message itself; a tool message whose
 content a compaction cleared keeps everything but the content; a summary or note becomes a plain
 `HumanMessage`, `AIMessage` or `SystemMessage`.
@@ -31,6 +37,8 @@ from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
+from ctxfold.messages.media import MediaFacts, MediaKind, media_part, with_media
+from ctxfold.tokens.attachments import measure
 
 NAMESPACE = "langchain"
 
@@ -72,8 +80,10 @@ def to_message(message: Any, *, index: int) -> Message:
         dumped = json.dumps(stored, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{where} cannot be stored as JSON: {exc}") from exc
+    media = _media(message)
     if not is_well_formed(dumped):
         stored = _replace_surrogates(stored)
+        media = _replace_surrogates(media)
     role = _role(message, where)
     tool_calls: tuple[ToolCall, ...] = ()
     if isinstance(message, AIMessage):
@@ -86,7 +96,7 @@ def to_message(message: Any, *, index: int) -> Message:
     if role == "tool" and not tool_call_id:
         raise InvalidInputError(f"{where} is a tool message without a tool_call_id")
     text = _replace_surrogates(str(message.text))
-    return Message(
+    converted = Message(
         role,
         text if text or not tool_calls else None,
         tool_calls=_replace_surrogates(tool_calls),
@@ -94,6 +104,7 @@ def to_message(message: Any, *, index: int) -> Message:
         name=_replace_surrogates(message.name),
         extra={NAMESPACE: stored},
     )
+    return with_media(converted, media)
 
 
 def _replace_surrogates(value: Any) -> Any:
@@ -159,6 +170,67 @@ def from_messages(messages: Sequence[Message]) -> list[AnyMessage]:
 def _text(original: BaseMessage, message: Message) -> str | None:
     text = str(original.text)
     return text if text or not message.tool_calls else None
+
+
+_MEDIA_KINDS: dict[str, MediaKind] = {"image": "image", "file": "document", "audio": "audio"}
+
+
+def _media(message: BaseMessage) -> list[MediaFacts]:
+    """The images, files and audio in the message's content blocks, measured from the part
+    `media_part` builds for each (video has no price, and is left out)."""
+    content = message.content
+    if isinstance(content, str) or all(
+        isinstance(block, str) or block.get("type") == "text" for block in content
+    ):
+        return []  # nothing to read: the common case, without LangChain's block conversion
+    try:
+        blocks = message.content_blocks
+    except (KeyError, TypeError, ValueError):
+        # A block LangChain cannot read (a legacy one missing its data): the message is carried
+        # as it is, as before, and LangChain says what is wrong with it if it is ever sent.
+        return []
+    out: list[MediaFacts] = []
+    for standard in blocks:
+        block = cast(Mapping[str, Any], standard)
+        if block.get("type") == "non_standard" and isinstance(block.get("value"), Mapping):
+            block = _openai_image(block["value"])
+        kind = _MEDIA_KINDS.get(str(block.get("type")))
+        url, data, file_id = (_field(block, k) for k in ("url", "base64", "file_id"))
+        if kind is None or not (url or data or file_id):
+            continue
+        extras = block.get("extras")
+        extras = extras if isinstance(extras, Mapping) else {}
+        part = media_part(
+            kind,
+            url=url,
+            data=data,
+            media_type=_field(block, "mime_type"),
+            file_id=file_id,
+            detail=_field(extras, "detail"),
+            filename=_field(block, "filename") or _field(extras, "filename"),
+        )
+        out.append(measure(part))
+    return out
+
+
+def _openai_image(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An OpenAI image part LangChain leaves as it is (its url a bare string, or the Responses
+    API's ``input_image``) as a standard image block; any other value as it is."""
+    if value.get("type") == "image_url" and isinstance(value.get("image_url"), str):
+        return {"type": "image", "url": value["image_url"]}
+    if value.get("type") == "input_image":
+        return {
+            "type": "image",
+            "url": value.get("image_url"),
+            "file_id": value.get("file_id"),
+            "extras": {"detail": value.get("detail")},
+        }
+    return value
+
+
+def _field(block: Mapping[str, Any], key: str) -> str | None:
+    value = block.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _role(message: BaseMessage, where: str) -> Role:

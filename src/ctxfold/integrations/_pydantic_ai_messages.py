@@ -11,6 +11,14 @@ that only carry settings (deltas, instruction baselines, compactions) ride along
 speaking part of the same request. Each message keeps the request's own fields and its parts,
 so consecutive messages from one request are regrouped into that request on the way back.
 
+Images, documents and audio (`BinaryContent`, `ImageUrl`, `DocumentUrl`, `AudioUrl`,
+`UploadedFile`, in a prompt, a tool return or a response's file) are never text: they are
+measured, and what they cost (their size, not their data) recorded as the message's media
+(`ctxfold.messages.media.with_media`), priced as OpenAI bills them, while the kept parts still
+carry them to the model; video has no price and only leaves the text. A tool return that is only
+an image has the text "". (An earlier ctxfold put such a return's JSON, data and all, in the
+text; a message it logged that way still gives back its parts.)
+
 Lone surrogates (half a UTF-16 pair, which a model's answer may hold) become U+FFFD: the log
 stores UTF-8.
 
@@ -23,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -41,6 +49,8 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.integrations._common import KEY
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
+from ctxfold.messages.media import MediaFacts, MediaKind, media_part, with_media
+from ctxfold.tokens.attachments import measure
 
 NAMESPACE = "pydantic_ai"
 
@@ -59,6 +69,15 @@ SPEAKING = frozenset(
 settings and rides along with one of these."""
 CALLS = frozenset({"tool-call", "tool-search-call", "capability-load-call"})
 """Response parts whose answer comes back as a request part with the same tool_call_id."""
+MEDIA_KINDS = frozenset(
+    {"binary", "image-url", "document-url", "audio-url", "video-url", "uploaded-file"}
+)
+"""Kinds of content that are media, never text."""
+_URL_KINDS: dict[str, MediaKind] = {
+    "image-url": "image",
+    "document-url": "document",
+    "audio-url": "audio",
+}
 
 
 def to_messages(message: Any, *, index: int, sourced: bool = False) -> list[Message]:
@@ -151,7 +170,7 @@ def faithful(message: Message) -> bool:
     parts = kept["parts"]
     if message.role == "assistant":
         return _response_content(parts) == message.content
-    return _request_text(parts) == message.content
+    return _has_request_text(parts, message.content)
 
 
 def to_model_message(message: Message) -> ModelMessage:
@@ -162,7 +181,7 @@ def to_model_message(message: Message) -> ModelMessage:
         if message.role == "assistant":
             if _response_content(parts) != message.content:
                 return _plain(message)
-        elif _request_text(parts) != message.content:
+        elif not _has_request_text(parts, message.content):
             if message.role != "tool":
                 return _plain(message)
             for part in parts:
@@ -207,11 +226,14 @@ def _response(header: dict[str, Any], parts: list[dict[str, Any]], source: int |
         for p in parts
         if p.get("part_kind") in CALLS and p.get("tool_call_id")
     )
-    return Message(
+    message = Message(
         "assistant",
         _response_content(parts),
         tool_calls=calls,
         extra=_extra({"header": header, "parts": parts}, source, 0),
+    )
+    return with_media(
+        message, _media(p.get("content") for p in parts if p.get("part_kind") == "file")
     )
 
 
@@ -232,9 +254,12 @@ def _request(
         else:
             chunks.append(riders)
     return [
-        Message(
-            *_role_and_id(chunk, index),
-            extra=_extra({"header": header, "parts": chunk, "group": index}, source, part),
+        with_media(
+            Message(
+                *_role_and_id(chunk, index),
+                extra=_extra({"header": header, "parts": chunk, "group": index}, source, part),
+            ),
+            _media(p.get("content") for p in chunk if p.get("part_kind") in SPEAKING),
         )
         for part, chunk in enumerate(chunks)
     ]
@@ -260,9 +285,19 @@ def _role_and_id(
     return ("system" if kind == "system-prompt" else "user"), text, (), None
 
 
-def _request_text(parts: Sequence[Mapping[str, Any]]) -> str:
-    texts = [_content_text(p.get("content")) for p in parts if p.get("part_kind") in SPEAKING]
+def _request_text(parts: Sequence[Mapping[str, Any]], *, earlier: bool = False) -> str:
+    texts = [
+        _content_text(p.get("content"), earlier=earlier)
+        for p in parts
+        if p.get("part_kind") in SPEAKING
+    ]
     return "\n".join(t for t in texts if t)
+
+
+def _has_request_text(parts: Sequence[Mapping[str, Any]], text: str | None) -> bool:
+    """Whether `text` is the text of these request parts: as this version reads them, or as an
+    earlier one did, which put media (data and all) in the text."""
+    return _request_text(parts) == text or _request_text(parts, earlier=True) == text
 
 
 def _response_content(parts: Sequence[Mapping[str, Any]]) -> str | None:
@@ -273,9 +308,15 @@ def _response_content(parts: Sequence[Mapping[str, Any]]) -> str | None:
     return None if any(p.get("part_kind") in CALLS for p in parts) else ""
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: Any, *, earlier: bool = False) -> str:
     if isinstance(content, str):
         return content
+    if not earlier and _is_media(content):
+        return ""
+    if not earlier and isinstance(content, list) and any(_is_media(c) for c in content):
+        content = [c for c in content if not _is_media(c)]
+        if not content:
+            return ""
     if isinstance(content, list) and all(isinstance(c, str) for c in content):
         return "\n".join(content)
     if isinstance(content, list):
@@ -283,6 +324,45 @@ def _content_text(content: Any) -> str:
         if texts:
             return "\n".join(texts)
     return "" if content is None else json.dumps(content, sort_keys=True, separators=(",", ":"))
+
+
+def _is_media(content: Any) -> bool:
+    return isinstance(content, Mapping) and content.get("kind") in MEDIA_KINDS
+
+
+def _media(contents: Iterable[Any]) -> list[MediaFacts]:
+    """The images, documents and audio in these contents (each one item or a list of them),
+    measured from the part `media_part` builds for each."""
+    out: list[MediaFacts] = []
+    for content in contents:
+        for item in content if isinstance(content, list) else [content]:
+            if _is_media(item):
+                found = _media_part(item)
+                if found is not None:
+                    out.append(measure(found))
+    return out
+
+
+def _media_part(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    kind, media_type = item["kind"], _field(item, "media_type")
+    vendor = item.get("vendor_metadata")
+    detail = _field(vendor, "detail") if isinstance(vendor, Mapping) else None
+    if kind in _URL_KINDS:
+        return media_part(_URL_KINDS[kind], url=_field(item, "url"), detail=detail)
+    prefix = (media_type or "").partition("/")[0]
+    if prefix == "video" or kind == "video-url":
+        return None  # no price: left out of the text, and not counted
+    kind_of: MediaKind = (
+        "image" if prefix == "image" else "audio" if prefix == "audio" else "document"
+    )
+    if kind == "binary":
+        return media_part(kind_of, data=_field(item, "data"), media_type=media_type, detail=detail)
+    return media_part(kind_of, file_id=_field(item, "file_id"), detail=detail)
+
+
+def _field(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _args(part: Mapping[str, Any]) -> str:

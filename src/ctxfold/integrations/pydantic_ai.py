@@ -36,7 +36,6 @@ from ctxfold.integrations._common import (
     hashable,
     make_compactor,
     needs_compaction,
-    plain_extra,
     source_of,
 )
 from ctxfold.messages import Message
@@ -396,7 +395,11 @@ class _Conversation:
     @staticmethod
     def _matches(history: Sequence[Any], position: int, part: int, logged: Message) -> bool:
         given = conv.to_messages(history[position], index=position)
-        return part < len(given) and given[part].extra == plain_extra(logged)
+        # The framework's own message decides: a message an earlier ctxfold logged may lack
+        # what this one derives from it (its media record).
+        return part < len(given) and given[part].extra.get(conv.NAMESPACE) == logged.extra.get(
+            conv.NAMESPACE
+        )
 
     def _take_back(self, history: Sequence[Any]) -> tuple[list[NewEvent], int]:
         """The retractions that take back what a run that did not reach its end logged beyond

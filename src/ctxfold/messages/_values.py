@@ -110,7 +110,9 @@ class Message:
     - `tool_call_id`: on a tool message, the id of the call it answers.
     - `name`: an optional author or tool name.
     - `extra`: provider fields kept for lossless round trips (for example the original list of
-      content parts, or Anthropic thinking blocks); None or left out: none.
+      content parts, or Anthropic thinking blocks), and the media record of a message made
+      outside the adapters (``"media"``, see `ctxfold.messages.media.with_media`); None or left
+      out: none.
 
     A field of the wrong type (content that is not a string or None, tool calls that are not
     `ToolCall`s, an `extra` that is not a mapping...) raises `InvalidInputError` naming the

@@ -24,17 +24,27 @@ Documents (Anthropic ``document`` blocks, OpenAI ``file`` parts):
 
 Audio (OpenAI ``input_audio``):
   about 10 tokens per second of sound; the length comes from a WAV header, else from the data
-  size at a low bitrate (32 kbit/s, so that compressed audio is not undercounted).
+  size at a low bitrate (32 kbit/s, so that compressed audio is not undercounted). Audio given
+  only by reference costs nothing: OpenAI takes none.
+
+One rule for both ways a message holds media: an OpenAI part kept by the adapters is first
+`measure`d (its image's size, its PDF's pages, its audio's seconds, the size of its data), and
+those facts are priced by `measured_tokens`; the media record the integrations keep
+(`ctxfold.messages.media.with_media`) holds the same facts, measured once when it was made, and
+is priced by the same `measured_tokens`. A record's facts are read as untrusted: a fact of the
+wrong type or out of range is ignored, and the default for what it would have said applies.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
-from ctxfold.messages.media import Attachment, attachments
+from ctxfold.messages._show import show
+from ctxfold.messages.media import MEASURED, Attachment, MediaFacts, attachments
 from ctxfold.tokens._media_data import (
     decoded_size,
     image_size,
@@ -88,16 +98,60 @@ def attachment_tokens(message: Message, count_text: Callable[[str], int]) -> int
 def part_tokens(attachment: Attachment, count_text: Callable[[str], int]) -> int:
     """Tokens of one attachment, by the rule of its provider and kind (see the module)."""
     part = attachment.part
-    if attachment.kind == "image_url":
-        return _openai_image(part.get("image_url"))
+    if attachment.kind == MEASURED:
+        return measured_tokens(part)
+    if attachment.kind in _OPENAI_PARTS:
+        return measured_tokens(measure(part))
     if attachment.kind == "image":
         return _anthropic_image(part.get("source"))
-    if attachment.kind == "input_audio":
-        return _audio(part.get("input_audio"))
-    if attachment.kind == "file":
-        return _openai_file(part.get("file"))
     if attachment.kind == "document":
         return _anthropic_document(part.get("source"), count_text)
+    return 0
+
+
+def measure(part: Mapping[str, Any]) -> MediaFacts:
+    """What pricing needs of one Chat Completions media part (``image_url``, ``file`` or
+    ``input_audio``; `ctxfold.messages.media.media_part` builds them), read from its data:
+    the facts a media record holds in its place (`ctxfold.messages.media.with_media`).
+
+    Only headers are decoded, except a PDF's, whose pages are counted over its data. A part of
+    any other type raises `InvalidInputError`.
+
+    >>> measure({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}})
+    {'type': 'image', 'url': 'https://example.com/a.png'}
+    >>> measure({"type": "input_audio", "input_audio": {"data": "SUQzBAAA", "format": "mp3"}})
+    {'type': 'audio', 'bytes': 6}
+    """
+    kind = part.get("type")
+    if kind == "image_url":
+        return _image_facts(part.get("image_url"))
+    if kind == "file":
+        return _file_facts(part.get("file"))
+    if kind == "input_audio":
+        return _audio_facts(part.get("input_audio"))
+    raise InvalidInputError(
+        f"measure takes an image_url, file or input_audio part, not one of type {show(kind)}"
+    )
+
+
+def measured_tokens(facts: Mapping[str, Any]) -> int:
+    """Tokens of one image, document or audio clip from its measured facts (`measure`), by
+    OpenAI's rules (see the module); 0 for facts of no known type.
+
+    >>> measured_tokens({"type": "image", "width": 1024, "height": 1024})
+    765
+    >>> measured_tokens({"type": "document", "pages": "many"}) == UNSEEN_DOCUMENT_TOKENS
+    True
+    """
+    kind = facts.get("type")
+    if kind == "image":
+        width, height = _whole(facts, "width", 1), _whole(facts, "height", 1)
+        size = (width, height) if width is not None and height is not None else None
+        return _openai_image(facts.get("detail"), size)
+    if kind == "document":
+        return _document(_whole(facts, "pages", 1), _whole(facts, "bytes", 0))
+    if kind == "audio":
+        return _audio(_seconds(facts.get("seconds")), _whole(facts, "bytes", 0))
     return 0
 
 
@@ -128,13 +182,9 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     return min(ANTHROPIC_MAX_IMAGE, math.ceil(pixels / ANTHROPIC_PIXELS_PER_TOKEN))
 
 
-def _openai_image(spec: Any) -> int:
-    url = spec.get("url") if isinstance(spec, Mapping) else spec
-    detail = spec.get("detail") if isinstance(spec, Mapping) else None
+def _openai_image(detail: Any, size: tuple[int, int] | None) -> int:
     if detail == "low":
         return OPENAI_LOW_DETAIL
-    inline = split_data_url(url) if isinstance(url, str) else None
-    size = image_size(inline[1]) if inline is not None else None
     return OPENAI_UNKNOWN_IMAGE if size is None else openai_image_tokens(*size)
 
 
@@ -144,22 +194,22 @@ def _anthropic_image(source: Any) -> int:
     return ANTHROPIC_MAX_IMAGE if size is None else anthropic_image_tokens(*size)
 
 
-def _audio(spec: Any) -> int:
-    data = spec.get("data") if isinstance(spec, Mapping) else None
-    if not isinstance(data, str):
-        return 0
-    seconds = wav_seconds(data)
+def _document(pages: int | None, size: int | None) -> int:
+    """A PDF's pages when they were counted, else one page per `BYTES_PER_PAGE` of its data
+    (`size` bytes), else `UNSEEN_DOCUMENT_TOKENS` for a document whose data was not seen."""
+    if pages is None and size is not None:
+        pages = max(1, math.ceil(size / BYTES_PER_PAGE))
+    return UNSEEN_DOCUMENT_TOKENS if pages is None else pages * PAGE_TOKENS
+
+
+def _audio(seconds: float | None, size: int | None) -> int:
+    """Audio's `seconds` when a header gave them, else those of `size` bytes at
+    `AUDIO_BYTES_PER_SECOND`; 0 for audio whose data was not given."""
     if seconds is None:
-        seconds = decoded_size(data) / AUDIO_BYTES_PER_SECOND
+        if size is None:
+            return 0
+        seconds = size / AUDIO_BYTES_PER_SECOND
     return math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)
-
-
-def _openai_file(spec: Any) -> int:
-    data = spec.get("file_data") if isinstance(spec, Mapping) else None
-    inline = split_data_url(data) if isinstance(data, str) else None
-    if inline is None:
-        return UNSEEN_DOCUMENT_TOKENS
-    return _pdf_tokens(inline[1])
 
 
 def _anthropic_document(source: Any, count_text: Callable[[str], int]) -> int:
@@ -179,11 +229,91 @@ def _anthropic_document(source: Any, count_text: Callable[[str], int]) -> int:
     inline = source_data(source)
     if inline is None:
         return UNSEEN_DOCUMENT_TOKENS
-    return _pdf_tokens(inline[1])
+    return _document(pdf_pages(inline[1]), decoded_size(inline[1]))
 
 
-def _pdf_tokens(data: str) -> int:
-    pages = pdf_pages(data)
-    if pages is None:
-        pages = max(1, math.ceil(decoded_size(data) / BYTES_PER_PAGE))
-    return pages * PAGE_TOKENS
+_OPENAI_PARTS = frozenset({"image_url", "file", "input_audio"})
+
+_LARGEST = 2**53
+"""The largest number a fact may hold: beyond it a float no longer holds every whole number,
+and nothing real is that large (a PNG's sides are below 2**32)."""
+
+
+def _image_facts(spec: Any) -> MediaFacts:
+    """An ``image_url`` (its dict, or a bare URL) measured."""
+    fields: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {"url": spec}
+    facts: MediaFacts = {"type": "image"}
+    data = _inline(facts, fields.get("url"))
+    if data is None:
+        _name(facts, fields, "url", "url")
+    _name(facts, fields, "file_id", "file_id")
+    detail = fields.get("detail")
+    if isinstance(detail, str):
+        facts["detail"] = detail
+    size = image_size(data) if data is not None else None
+    if size is not None:
+        facts["width"], facts["height"] = size
+    return facts
+
+
+def _file_facts(spec: Any) -> MediaFacts:
+    """A ``file`` measured: only ``file_data`` that is a base64 ``data:`` URL is read."""
+    fields: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
+    facts: MediaFacts = {"type": "document"}
+    data = _inline(facts, fields.get("file_data"))
+    _name(facts, fields, "file_url", "url")
+    _name(facts, fields, "file_id", "file_id")
+    pages = pdf_pages(data) if data is not None else None
+    if pages is not None:
+        facts["pages"] = pages
+    return facts
+
+
+def _audio_facts(spec: Any) -> MediaFacts:
+    """An ``input_audio`` measured: its base64 ``data``, or what names it (`media_part`)."""
+    fields: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
+    facts: MediaFacts = {"type": "audio"}
+    data = fields.get("data")
+    if isinstance(data, str):
+        facts["bytes"] = decoded_size(data)
+        seconds = wav_seconds(data)
+        if seconds is not None:
+            facts["seconds"] = seconds
+    _name(facts, fields, "url", "url")
+    _name(facts, fields, "file_id", "file_id")
+    return facts
+
+
+def _inline(facts: MediaFacts, url: Any) -> str | None:
+    """The base64 data of a ``data:`` URL, its size noted in `facts`; None for anything else."""
+    inline = split_data_url(url) if isinstance(url, str) else None
+    if inline is None:
+        return None
+    facts["bytes"] = decoded_size(inline[1])
+    return inline[1]
+
+
+def _name(
+    facts: MediaFacts, fields: Mapping[str, Any], key: str, fact: Literal["url", "file_id"]
+) -> None:
+    """Note `fields[key]` as the `fact` that names the media: a URL whole, however long, but
+    never a ``data:`` URL, which is data (read by `_inline`, or unreadable)."""
+    value = fields.get(key)
+    if isinstance(value, str) and value and value[:5].lower() != "data:":
+        facts[fact] = value
+
+
+def _whole(facts: Mapping[str, Any], key: str, least: int) -> int | None:
+    """`facts[key]` when it is a whole number from `least` to `_LARGEST`; None else."""
+    value = facts.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and least <= value <= _LARGEST:
+        return value
+    return None
+
+
+def _seconds(value: Any) -> float | None:
+    """`value` when it is a length of time in seconds (a number from 0 to `_LARGEST`; not NaN,
+    which fails the comparison); None else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= _LARGEST:
+        return float(value)
+    return None
