@@ -23,7 +23,7 @@ from ctxfold.compactor import CompactionContext, Compactor, compact_messages
 from ctxfold.events import COMPACTION, MESSAGE, Compaction, NewEvent
 from ctxfold.messages import Message, ToolCall, read_jsonl
 from ctxfold.pipeline import ClearToolResults, Pipeline, Summarize
-from ctxfold.pipeline.ledgers import _recorded, holds_ledger, ledger_data, section_of
+from ctxfold.pipeline.ledgers import holds_ledger, ledger_data, read_record, section_of
 from ctxfold.replay import replay
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
@@ -104,7 +104,7 @@ def test_ten_successive_compactions_lose_no_ledger_entry() -> None:
         for item in session.items()[1:]:
             if item.synthetic:
                 assert item.ledger is not None
-                merged = merge(merged, from_data(item.ledger))
+                merged = merge(merged, read_record(item.ledger))
             else:
                 merged = merge(merged, build_ledger([(item.id, item.unmasked)]))
         assert to_data(merged) == to_data(build_ledger(originals(session)[1:]))
@@ -162,7 +162,9 @@ def test_a_log_written_before_ledgers_were_recorded_still_compacts() -> None:
     assert report.landed
     stored = [e for e in report.events if e.type == COMPACTION and e.data.get("kind") == "summary"]
     assert stored and all("ledger" in e.data for e in stored)
-    combined = from_data(stored[-1].data["ledger"])  # the old summary brought no entry
+    landed = next(i for i in session.items() if i.id == stored[-1].seq)
+    assert landed.ledger is not None
+    combined = read_record(landed.ledger)  # the old summary brought no entry
     assert {f.path for f in combined.files()} >= {"src/mod2.py", "src/mod3.py"}
     assert "src/mod0.py" not in {f.path for f in combined.files()}
 
@@ -365,10 +367,10 @@ def test_a_recorded_ledger_read_back_from_a_stored_copy_is_the_ledger_it_was_mad
     data = ledger_data(ledger)
     copy = json.loads(json.dumps(data))
     assert copy is not data
-    assert _recorded(copy) is ledger
+    assert read_record(copy) is ledger
     changed = json.loads(json.dumps(data))
     changed["commands"][0]["text"] = "a different command"
-    read = _recorded(changed)
+    read = read_record(changed)
     assert read is not ledger and read == from_data(changed)
     assert read.commands[0].text == "a different command"
 

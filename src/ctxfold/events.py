@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeGuard
+from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard
 
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
@@ -50,6 +50,67 @@ RESHAPING = EDITS | {PIN, UNPIN}
 must be made again from the log as it now stands."""
 
 CompactionKind = Literal["summary", "note"]
+
+LEDGER_PARTS = 2
+"""The `version` of a compaction's ledger data that lists its parts (see `Compaction`)."""
+
+
+@dataclass(frozen=True, eq=False)
+class LedgerParts:
+    """A recorded work ledger kept as the parts it is the merge of, in log order: data of the
+    ledger of a run of original messages, or the recorded ledger of an item a compaction
+    replaced (itself data, or parts).
+
+    A summary that takes in summaries or notes holds their ledgers by reference. Recording, and
+    holding, a copy of them each time made a long session's log and its projection grow with
+    the square of its length. Merging is for the layers that know ledgers
+    (`ctxfold.pipeline.ledgers`); `leaves` gives the data of every part, in order."""
+
+    parts: tuple[Mapping[str, Any] | LedgerParts, ...]
+
+    def leaves(self) -> list[Mapping[str, Any]]:
+        """The data of every part, nested parts opened, in order (a loop, not recursion: parts
+        nest as deep as a session has compactions)."""
+        out: list[Mapping[str, Any]] = []
+        stack: list[Mapping[str, Any] | LedgerParts] = [self]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, LedgerParts):
+                stack.extend(reversed(node.parts))
+            else:
+                out.append(node)
+        return out
+
+
+RecordedLedger: TypeAlias = Mapping[str, Any] | LedgerParts
+"""A ledger as a compaction's item holds it: data, or parts."""
+
+
+def joined_ledger(
+    data: Mapping[str, Any] | None, replaced: Sequence[RecordedLedger | None]
+) -> RecordedLedger | None:
+    """The ledger of the item a compaction puts in place, from its `data` and the ledgers of
+    the items it replaces, in order: `data` itself, or, for data that lists parts
+    (`LEDGER_PARTS`), those parts with each ``{"item": k}`` taken from ``replaced[k]``. A part
+    that names no replaced item holding a ledger (a log edited by hand) is left out: the
+    ledger is derived data, and loses entries rather than the compaction."""
+    if data is None or data.get("version") != LEDGER_PARTS:
+        return data
+    listed = data.get("parts")
+    parts: list[RecordedLedger] = []
+    for part in listed if isinstance(listed, list) else ():
+        if not isinstance(part, Mapping):
+            continue
+        if "item" not in part:
+            parts.append(part)
+            continue
+        k = part["item"]
+        found = replaced[k] if _is_int(k) and 0 <= k < len(replaced) else None
+        if found is not None:
+            parts.append(found)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else LedgerParts(tuple(parts))
 
 
 @dataclass(frozen=True)
@@ -150,6 +211,9 @@ class Compaction:
     - `ledger`: the work ledger of what the message stands for, as JSON data
       (`ctxfold.summarizers.ledger.to_data`), so that a later compaction over it merges ledgers
       rather than reading the summary's prose; None in logs written before it was recorded.
+      Data of version `LEDGER_PARTS` lists the parts the ledger is the merge of: the data of
+      a run of originals, or ``{"item": k}`` for the recorded ledger of the k-th item replaced
+      (`joined_ledger`), so that a summary taking in summaries does not copy their ledgers.
     - `counter`: the name of the counter `tokens_before` and `tokens_after` were counted with; a
       session whose tally counts with a counter of that name takes the message's tokens from
       `tokens_after` instead of counting it again.

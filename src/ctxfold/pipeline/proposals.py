@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from ctxfold.events import CompactionKind, IdentifierCounts
+from ctxfold.events import CompactionKind, IdentifierCounts, RecordedLedger
 from ctxfold.messages import Message
 from ctxfold.protocols import Summarizer
 from ctxfold.summarizers.request import SummaryRequest
@@ -39,7 +38,8 @@ class Replace:
 
     The remaining fields go into the compaction event (see `ctxfold.events.Compaction`);
     `summary` is the summary's text before framing, for the report; `ledger` is the work
-    ledger of what the message stands for, as data.
+    ledger of what the message stands for, as its compaction records it (data, or the parts it
+    is the merge of: `ctxfold.events.LedgerParts`).
     """
 
     start: int
@@ -54,7 +54,7 @@ class Replace:
     turns: int | None = None
     range: tuple[int, int] | None = None
     summary: str | None = None
-    ledger: Mapping[str, Any] | None = field(default=None, compare=False)
+    ledger: RecordedLedger | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from ctxfold.events import IdentifierCounts
+from ctxfold.events import IdentifierCounts, RecordedLedger
 from ctxfold.messages import Message
 from ctxfold.pipeline.ledgers import (
     complete,
     holder,
     holds_any_ledger,
     holds_ledger,
-    ledger_data,
     ledger_section,
     ledger_through,
+    record_ledger,
     section_of,
     stretch_ledger,
     strip_ledger,
@@ -141,14 +140,15 @@ class LedgerPart:
     """The work ledger of a summary about to stand for view positions `[start, end)`, and what
     it leaves for the rest of the summary.
 
-    - `data`: the ledger of what the summary stands for, as data, for its compaction event;
+    - `data`: the ledger of what the summary stands for, as its compaction records it
+      (`record_ledger`: whole data, or the parts it is the merge of);
     - `section`: the section it ends with: the whole ledger up to its end, or (`whole` False)
       the ledger of its own stretch, continued from the summary before it that holds the whole;
       "" when a summary after it holds the whole ledger, or when too little room is left;
     - `budget`: the tokens the summarizer's text may take, and its check as many again.
     """
 
-    data: dict[str, Any]
+    data: RecordedLedger
     section: str
     budget: int
     whole: bool = False
@@ -191,7 +191,8 @@ def ledger_part(
     left = room - (view.count_lines(section) + 2 if section else 0)
     if section and left // 2 < MIN_TEXT_TOKENS:
         section, left, whole = "", room, False
-    return LedgerPart(ledger_data(ledger), section, max(1, min(budget, left // 2)), whole)
+    recorded = record_ledger(view, start, end, ledger)
+    return LedgerPart(recorded, section, max(1, min(budget, left // 2)), whole)
 
 
 @dataclass(frozen=True)
@@ -201,13 +202,13 @@ class Written:
     - `message`: the framed summary, as the model will read it;
     - `body`: its text before framing (checked, with the ledger section, redacted);
     - `identifiers`: how the identifier check went;
-    - `ledger`: the work ledger of what it stands for, as data, for its compaction event.
+    - `ledger`: the work ledger of what it stands for, as its compaction records it.
     """
 
     message: Message
     body: str
     identifiers: IdentifierCounts
-    ledger: dict[str, Any]
+    ledger: RecordedLedger
 
 
 def write_summary(

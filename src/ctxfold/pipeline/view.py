@@ -8,11 +8,13 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
+from typing import Any
 
 from ctxfold.errors import InvalidHistoryError
-from ctxfold.events import Compaction, Mask, MaskedItem
+from ctxfold.events import LEDGER_PARTS, Compaction, LedgerParts, Mask, MaskedItem, RecordedLedger
 from ctxfold.messages import Message
 from ctxfold.messages.frames import NOTE_MARK
 from ctxfold.messages.media import attachments
@@ -353,7 +355,7 @@ class WorkingView:
                 turns=edit.turns,
                 range=edit.range,
                 counter=self.rules.counter.name,
-                ledger=edit.ledger,
+                ledger=_logged_ledger(edit.ledger, replaced),
             )
         )
         self.changes.append(Applied(tuple(replaced), (item,), old_tokens, new_tokens, edit.summary))
@@ -413,3 +415,32 @@ class WorkingView:
         self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
         self._users = None
         return True
+
+
+def _logged_ledger(
+    ledger: RecordedLedger | None, replaced: Sequence[Item]
+) -> Mapping[str, Any] | None:
+    """What a compaction event logs of the `ledger` of the item it puts in place of `replaced`:
+    data as it is; parts (`LedgerParts`) as a list in which the recorded ledger of the k-th
+    item replaced is ``{"item": k}``, so the log holds it once (the projection joins them
+    again when it folds the event: `ctxfold.events.joined_ledger`). A replaced item's own
+    ledger (a summary put back with a smaller ledger section) is such a list of one."""
+    if ledger is None:
+        return None
+    held = {id(item.ledger): k for k, item in enumerate(replaced) if item.ledger is not None}
+    if id(ledger) in held:
+        return {"version": LEDGER_PARTS, "parts": [{"item": held[id(ledger)]}]}
+    if not isinstance(ledger, LedgerParts):
+        return ledger
+    listed: list[Mapping[str, Any]] = []
+    for part in ledger.parts:
+        k = held.get(id(part))
+        if k is not None:
+            listed.append({"item": k})
+        elif isinstance(part, LedgerParts):
+            raise InvalidHistoryError(
+                "a ledger kept in parts may only refer to the ledgers of the items it replaces"
+            )
+        else:
+            listed.append(part)
+    return {"version": LEDGER_PARTS, "parts": listed}

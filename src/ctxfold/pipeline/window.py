@@ -20,7 +20,7 @@ from typing import Any
 from ctxfold.messages import Message
 from ctxfold.messages.structure import Unit
 from ctxfold.pipeline.clear import check_keep_steps
-from ctxfold.pipeline.ledgers import holds_any_ledger, ledger_data, stretch_ledger
+from ctxfold.pipeline.ledgers import holds_any_ledger, record_ledger, stretch_ledger
 from ctxfold.pipeline.notes import Note, note_for
 from ctxfold.pipeline.proposals import Proposal, Replace
 from ctxfold.pipeline.strategy import Flow
@@ -124,7 +124,7 @@ class SlidingWindow:
                 protected=protected,
                 dropped=note.dropped,
                 turns=note.turns,
-                ledger=ledger_data(stretch_ledger(view, start, end)),
+                ledger=record_ledger(view, start, end, stretch_ledger(view, start, end)),
             )
             if applied:
                 return True

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeGuard
 
 from ctxfold.errors import InvalidInputError
-from ctxfold.events import MESSAGE
+from ctxfold.events import MESSAGE, LedgerParts
 from ctxfold.messages import Message
 from ctxfold.session.fold import Anchor, Fold
 from ctxfold.session.projection import Item, Projection, original_item
@@ -34,9 +34,10 @@ from ctxfold.tokens.tally import Tally
 
 log = logging.getLogger("ctxfold.session")
 
-FORMAT = 2
+FORMAT = 3
 """The checkpoint layout this version writes and reads; a checkpoint of any other is ignored.
-Format 2 keeps each summary's and note's recorded work ledger (`Item.ledger`) too."""
+Format 2 keeps each summary's and note's recorded work ledger (`Item.ledger`) too; format 3
+writes a ledger kept in parts (`LedgerParts`) as the list of their data."""
 
 KINDS = ("message", "summary", "note")
 
@@ -110,7 +111,11 @@ def _entry(item: Item, tokens: int | None, altered: set[int]) -> list[Any]:
     # A masked result's original is its own event's message: referred to, not copied.
     masked = item.original is not None
     held = list(item.identifiers) if item.identifiers is not None else None
-    ledger = dict(item.ledger) if item.ledger is not None else None
+    ledger: dict[str, Any] | list[dict[str, Any]] | None = None
+    if isinstance(item.ledger, LedgerParts):
+        ledger = [dict(part) for part in item.ledger.leaves()]
+    elif item.ledger is not None:
+        ledger = dict(item.ledger)
     return [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
 
 
@@ -256,7 +261,9 @@ def _item(entry: object, seq: int, original_of: Callable[[int], Message]) -> Ite
         span = (covers[0], covers[1])
     if not isinstance(message, dict):
         raise InvalidInputError(f"item {item_id} has no message")
-    if ledger is not None and not isinstance(ledger, dict):
+    if isinstance(ledger, list) and ledger and all(isinstance(part, dict) for part in ledger):
+        ledger = LedgerParts(tuple(ledger)) if len(ledger) > 1 else ledger[0]
+    elif ledger is not None and not isinstance(ledger, dict):
         raise InvalidInputError(f"item {item_id} has a ledger of {ledger!r:.80}")
     original = original_of(item_id) if masked else None
     identifiers = tuple(held) if held is not None else None

@@ -38,6 +38,7 @@ from ctxfold.events import (
     USAGE,
     Compaction,
     Event,
+    LedgerParts,
     Mask,
     NewEvent,
     Overflow,
@@ -45,6 +46,7 @@ from ctxfold.events import (
     Retraction,
     Unpin,
     Usage,
+    joined_ledger,
 )
 from ctxfold.messages import Message
 from ctxfold.messages.structure import analyze
@@ -72,9 +74,10 @@ class Item:
     identifiers: tuple[str, ...] | None = None
     """For a summary: the identifiers it holds verbatim, as its compaction recorded them (None
     when the log did not record them)."""
-    ledger: Mapping[str, Any] | None = field(default=None, compare=False)
+    ledger: Mapping[str, Any] | LedgerParts | None = field(default=None, compare=False)
     """For a summary or note: the work ledger of what it stands for, as its compaction recorded
-    it (`ctxfold.summarizers.ledger.to_data`; None when the log did not record one)."""
+    it (`ctxfold.summarizers.ledger.to_data`; None when the log did not record one), or the
+    parts it is the merge of, the ledgers of the items it replaced among them (`LedgerParts`)."""
 
     @property
     def synthetic(self) -> bool:
@@ -401,7 +404,7 @@ class Projection:
         held = compaction.identifiers.held if compaction.identifiers is not None else None
         item = Item(
             seq, compaction.message, compaction.kind, removed[0].key, covers, None, held,
-            compaction.ledger,
+            joined_ledger(compaction.ledger, [r.ledger for r in removed]),
         )  # fmt: skip
         self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
         self._keys[start : end + 1] = [item.key]
