@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from ctxfold.errors import StoreClosedError
-from ctxfold.events import MASK, NewEvent, Reset, Retraction
+from ctxfold.events import COMPACTION, MASK, MESSAGE, Event, NewEvent, Reset, Retraction
 from ctxfold.messages import Message
-from ctxfold.session import Session
+from ctxfold.session import Projection, Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from tests._histories import coding_conversation, summary_event
 from tests._stores import count_reads
@@ -75,6 +75,55 @@ def test_items_are_stable_views_too(session: Session) -> None:
     session.append(summary_of(2, 5))
     assert [item.id for item in before] == ids == [1, 2, 3, 4, 5, 6]
     assert [item.id for item in session.items()] == [1, 7, 6]
+
+
+@pytest.mark.guarantee("reads-are-stable")
+def test_views_stay_as_they_were_across_batches_of_compactions() -> None:
+    """Views taken between appends of many compactions at once keep what they showed, whether
+    they are of the items or of the messages, and the batches project what appending each
+    compaction alone does."""
+    history = [Message("user", "Fix every module.")]
+    for n in range(12):
+        history += [Message("assistant", f"Reading m{n}.py."), Message("user", f"Go on {n}.")]
+    batches = [
+        [summary_event(2 * n + 2, 2 * n + 3, f"Summary {n}.") for n in range(first, last)]
+        for first, last in ((0, 2), (2, 5), (5, 9))
+    ]
+    batched, alone = MemoryStore().session("batched"), MemoryStore().session("alone")
+    batched.append(history)
+    batched.append(batches[0])
+    items = batched.items()  # only items here: no view of the messages is out
+    items_then = [item.message for item in items]
+    batched.append(batches[1])
+    messages = batched.messages()  # only messages here
+    messages_then = list(messages)
+    batched.append(batches[2])
+    assert [item.message for item in items] == items_then
+    assert list(messages) == messages_then
+    assert [len(items_then), len(messages_then), len(batched.messages())] == [23, 20, 16]
+    alone.append(history)
+    for event in batches[0] + batches[1] + batches[2]:
+        alone.append(event)
+    assert batched.messages() == alone.messages()
+    assert [i.id for i in batched.items()] == [i.id for i in alone.items()]
+
+
+@pytest.mark.guarantee("reads-are-stable")
+@pytest.mark.parametrize("kind", ["items", "messages"])
+def test_a_projection_view_taken_between_two_compactions_keeps_its_moment(kind: str) -> None:
+    """A projection hands out views of its items and of its messages; one taken between two
+    compactions still shows what it showed once the second has folded in."""
+    projection = Projection()
+    history = [Message("user", "Fix it."), *(Message("assistant", f"step {n}") for n in range(6))]
+    for seq, message in enumerate(history, 1):
+        projection.apply(Event("p", seq, MESSAGE, {"message": message.to_dict()}, 0.0))
+    compactions = [summary_event(2, 3), summary_event(4, 5)]
+    projection.apply(Event("p", 8, COMPACTION, compactions[0].data, 0.0))
+    view: Sequence[object] = projection.items if kind == "items" else projection.messages()
+    then = list(view)
+    projection.apply(Event("p", 9, COMPACTION, compactions[1].data, 0.0))
+    assert list(view) == then and len(then) == 6
+    assert len(projection) == 5
 
 
 def test_a_view_is_a_read_only_sequence_equal_to_the_list_it_shows(session: Session) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfold.messages import Message, ToolCall, validate
-from ctxfold.messages.structure import analyze, is_safe_cut
+from ctxfold.messages.structure import analyze, in_system_block, is_safe_cut, pending_step
 
 History = tuple[list[Message], frozenset[int]]
 CALL_IDS = st.sampled_from(["call_a", "call_b", "call_c", "call_d", "call_e"])
@@ -221,3 +221,40 @@ def test_a_summary_flagged_synthetic_does_not_start_a_turn() -> None:
     assert structure.current_request == 2
     unflagged = analyze(messages)
     assert [t.user for t in unflagged.turns] == [1, 2]
+
+
+@st.composite
+def any_history(draw: st.DrawFn) -> History:
+    """Any sequence of system, user, assistant (with calls or without) and tool messages, in any
+    order, some flagged synthetic: system messages after the block, stray results, a summary
+    between a call and its results, a call whose result never came."""
+    messages: list[Message] = []
+    for _ in range(draw(st.integers(0, 12))):
+        role = draw(st.sampled_from(["system", "user", "assistant", "assistant", "tool", "tool"]))
+        if role == "assistant" and draw(st.booleans()):
+            messages.append(_call(*draw(st.lists(CALL_IDS, min_size=1, max_size=2))))
+        elif role == "tool":
+            messages.append(_result(draw(CALL_IDS)))
+        else:
+            messages.append(Message(role, f"{role} {len(messages)}"))
+    flagged = draw(st.sets(st.integers(0, max(0, len(messages) - 1)), max_size=3))
+    return messages, frozenset(i for i in flagged if i < len(messages))
+
+
+@settings(deadline=None, max_examples=400)
+@given(any_history())
+def test_what_is_known_near_an_index_agrees_with_analyze(history: History) -> None:
+    """`is_safe_cut`, `in_system_block`, `pending_step` and `turns_begun` say what `analyze`
+    finds, for any history, synthetic items anywhere."""
+    messages, synthetic = history
+    structure = analyze(messages, synthetic)
+    for index in range(-1, len(messages) + 2):
+        assert is_safe_cut(messages, index, synthetic) == (index in structure.cuts), index
+    for index in range(len(messages)):
+        assert in_system_block(messages, index, synthetic) == (index < structure.system_end)
+    assert pending_step(messages, synthetic) == next(iter(structure.pending), None)
+    requests = [t.start for t in structure.turns if t.user is not None]
+    for start in range(len(messages) + 1):
+        for end in range(start, len(messages) + 1):
+            begun = sum(1 for r in requests if start <= r < end)
+            assert structure.turns_begun(start, end) == begun

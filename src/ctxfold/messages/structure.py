@@ -10,15 +10,21 @@ Pure functions over a message list. Strategies use this to decide what they may 
 - a *safe cut point* is an index where the history may be cut: the start of a unit (a step, a user
   message, a summary) or the end. Cutting anywhere else would separate a call from its result.
 
+Whether an index is a safe cut, and whether the last step still waits for results, depend only on
+the messages around it (`is_safe_cut`, `pending_step`): an edit that checks one range need not
+analyze the whole history again.
+
 Summaries and notes that ctxfold put into a history are not real user messages even when they
 carry the user role; callers say which indices are such *synthetic* items.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from ctxfold.errors import InvalidInputError
@@ -87,6 +93,14 @@ class Structure:
     def steps(self) -> tuple[Unit, ...]:
         return tuple(u for u in self.units if u.kind == "step")
 
+    def turns_begun(self, start: int, end: int) -> int:
+        """How many user turns begin at an index in `[start, end)` (a preamble is no user turn)."""
+        return bisect_left(self._requests, end) - bisect_left(self._requests, start)
+
+    @cached_property
+    def _requests(self) -> tuple[int, ...]:
+        return tuple(t.start for t in self.turns if t.user is not None)
+
     def unit_at(self, index: int) -> Unit:
         for unit in self.units:
             if unit.start <= index < unit.end:
@@ -132,7 +146,7 @@ def answers(call_ids: Sequence[str], results: Sequence[Message]) -> tuple[list[i
     return orphans, missing[::-1]
 
 
-def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Structure:
+def analyze(messages: Sequence[Message], synthetic: Container[int] = ()) -> Structure:
     """Find the system block, units, turns and pending calls of `messages`.
 
     `synthetic` names indices that ctxfold itself inserted (summaries, notes): they form units of
@@ -147,7 +161,7 @@ def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Str
     """
     n = len(messages)
     system_end = 0
-    while system_end < n and messages[system_end].role == "system" and system_end not in synthetic:
+    while system_end < n and _system(messages, system_end, synthetic):
         system_end += 1
 
     units: list[Unit] = []
@@ -157,17 +171,11 @@ def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Str
         if i in synthetic:
             units.append(Unit(i, i + 1, "synthetic"))
             i += 1
-        elif message.role == "assistant":
+        elif message.role in _TAKES_RESULTS:
             j = i + 1
-            while j < n and messages[j].role == "tool" and j not in synthetic:
+            while j < n and _result(messages, j, synthetic):
                 j += 1
-            units.append(Unit(i, j, "step"))
-            i = j
-        elif message.role == "tool":
-            j = i + 1
-            while j < n and messages[j].role == "tool" and j not in synthetic:
-                j += 1
-            units.append(Unit(i, j, "orphan"))
+            units.append(Unit(i, j, "step" if message.role == "assistant" else "orphan"))
             i = j
         elif message.role == "user":
             units.append(Unit(i, i + 1, "user"))
@@ -187,12 +195,8 @@ def analyze(messages: Sequence[Message], synthetic: Collection[int] = ()) -> Str
         turns.append(_turn(current))
 
     pending: list[int] = []
-    if units and units[-1].kind == "step":
-        last = units[-1]
-        calls = [c.id for c in messages[last.start].tool_calls]
-        _, missing = answers(calls, messages[last.start + 1 : last.end])
-        if missing:
-            pending.append(last.start)
+    if units and units[-1].kind == "step" and _waits(messages, units[-1].start):
+        pending.append(units[-1].start)
 
     return Structure(n, system_end, tuple(units), tuple(turns), tuple(pending))
 
@@ -204,6 +208,56 @@ def _turn(units: list[Unit]) -> Turn:
     )
 
 
-def is_safe_cut(messages: Sequence[Message], index: int, synthetic: Collection[int] = ()) -> bool:
-    """Whether the history may be cut just before `index` without splitting a step."""
-    return index in analyze(messages, synthetic).cuts
+def is_safe_cut(messages: Sequence[Message], index: int, synthetic: Container[int] = ()) -> bool:
+    """Whether the history may be cut just before `index` without splitting a step: the same
+    answer as ``index in analyze(messages, synthetic).cuts``, from the messages next to `index`
+    alone (and the system block, when `index` is in it or just after it)."""
+    if index == len(messages):
+        return True
+    if not 0 <= index < len(messages):
+        return False
+    if index > 0 and _result(messages, index, synthetic):
+        previous = index - 1
+        if previous not in synthetic and messages[previous].role in _TAKES_RESULTS:
+            return False  # a result of the step (or the stray results) before it
+    return not in_system_block(messages, index, synthetic)
+
+
+def in_system_block(
+    messages: Sequence[Message], index: int, synthetic: Container[int] = ()
+) -> bool:
+    """Whether `index` is in the leading run of system messages (`Structure.system_end`): one
+    look, unless the message at `index` is a system message."""
+    return all(_system(messages, i, synthetic) for i in range(index, -1, -1))
+
+
+def pending_step(messages: Sequence[Message], synthetic: Container[int] = ()) -> int | None:
+    """The index of the last step when some of its calls have no result yet (the one entry of
+    `Structure.pending`), else None; from the last step alone."""
+    start = len(messages) - 1
+    while start > 0 and _result(messages, start, synthetic):
+        start -= 1
+    if start < 0 or start in synthetic or messages[start].role != "assistant":
+        return None
+    return start if _waits(messages, start) else None
+
+
+_TAKES_RESULTS = ("assistant", "tool")
+"""The roles whose unit goes on over the tool results after it: a step, or stray results."""
+
+
+def _system(messages: Sequence[Message], index: int, synthetic: Container[int]) -> bool:
+    return messages[index].role == "system" and index not in synthetic
+
+
+def _result(messages: Sequence[Message], index: int, synthetic: Container[int]) -> bool:
+    """Whether the message at `index` is a tool result, which belongs to the unit before it when
+    that unit takes results."""
+    return messages[index].role == "tool" and index not in synthetic
+
+
+def _waits(messages: Sequence[Message], start: int) -> bool:
+    """Whether the step at `start` (to the end of `messages`) has a call without a result."""
+    calls = [c.id for c in messages[start].tool_calls]
+    _, missing = answers(calls, messages[start + 1 :])
+    return bool(missing)

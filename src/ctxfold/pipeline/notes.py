@@ -27,10 +27,15 @@ def note_for(
 ) -> Note:
     """The note that stands for `items[start:end]` once they are dropped; `structure` is the
     structure of all of `items`."""
-    dropped = items[start:end]
-    turns = sum(1 for t in structure.turns if start <= t.start < end and t.user is not None)
-    low, high = dropped[0].span[0], dropped[-1].span[1]
-    return Note(Message(role, _note_text(len(dropped), turns, low, high)), len(dropped), turns)
+    turns = structure.turns_begun(start, end)
+    return note_over(items[start], items[end - 1], end - start, turns, role)
+
+
+def note_over(first: Item, last: Item, dropped: int, turns: int, role: SummaryRole) -> Note:
+    """The note that stands for `dropped` items, from `first` to `last`, in which `turns` user
+    turns began: what `note_for` writes, for a caller that knows these already."""
+    low, high = first.span[0], last.span[1]
+    return Note(Message(role, _note_text(dropped, turns, low, high)), dropped, turns)
 
 
 def _note_text(items: int, turns: int, first_seq: int, last_seq: int) -> str:

@@ -7,7 +7,7 @@ at once and sends back whether it was applied.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from ctxfold.events import CompactionKind, IdentifierCounts, RecordedLedger
@@ -46,7 +46,7 @@ class Replace:
     end: int
     message: Message
     kind: CompactionKind
-    protected: frozenset[int] | None = None
+    protected: Container[int] | None = None
     tier: str | None = None
     identifiers: IdentifierCounts | None = None
     summarizer: str | None = None

@@ -8,7 +8,7 @@ will give it, so later edits of the same run can name the items earlier ones cre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 from typing import Any
@@ -18,12 +18,12 @@ from ctxfold.events import LEDGER_PARTS, Compaction, LedgerParts, Mask, MaskedIt
 from ctxfold.messages import Message
 from ctxfold.messages.frames import NOTE_MARK
 from ctxfold.messages.media import attachments
-from ctxfold.messages.structure import Structure, analyze
+from ctxfold.messages.structure import Structure, analyze, is_safe_cut
 from ctxfold.pipeline.notes import note_for
 from ctxfold.pipeline.proposals import Edit, MaskResults, Replace
 from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
-from ctxfold.session.projection import Item
+from ctxfold.session.projection import Item, SyntheticAt
 from ctxfold.session.snapshot import Snapshot
 from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.redact import redacted_all
@@ -64,6 +64,7 @@ class WorkingView:
     def __init__(self, snapshot: Snapshot, target: int, rules: Rules) -> None:
         self.items: list[Item] = list(snapshot.items)
         self.counts: list[int] = list(snapshot.counts)
+        self._messages = [item.message for item in self.items]
         self.target = target
         self.rules = rules
         self.fixed_tokens = snapshot.fixed_tokens
@@ -95,7 +96,7 @@ class WorkingView:
 
     @property
     def messages(self) -> list[Message]:
-        return [item.message for item in self.items]
+        return list(self._messages)
 
     @property
     def summary_role(self) -> SummaryRole:
@@ -186,7 +187,7 @@ class WorkingView:
         """Messages `[start, end)` as a summarizer may read them: with the configured redactor
         applied, so a secret reaches neither the summarizer nor, through identifier
         restoration, the summary (`summaries-redacted`)."""
-        stretch = self.messages[start:end]
+        stretch = self._messages[start:end]
         redact = self.rules.redact
         return redacted_all(stretch, redact) if redact else stretch
 
@@ -247,9 +248,31 @@ class WorkingView:
             self._tail = self._tail_start()
         return self._tail
 
+    def tail_floor(self) -> int | None:
+        """Where the tail could start at the earliest, whatever happens before it: None when its
+        newest tokens alone set its start (they hold `keep_count` and `min_messages` messages),
+        else the cut that keeps that many messages; the tail then starts between this cut and
+        the token tail, as far back as `pinned_tokens` allows, which every edit before it moves."""
+        return self._tail_bounds(sorted(self.structure().cuts))[1]
+
     def _tail_start(self) -> int:
         size = len(self.items)
         cuts = sorted(self.structure().cuts)
+        start, widest = self._tail_bounds(cuts)
+        if widest is None:
+            return start
+        # The message tail, as long as it may be: from the cut that keeps `count` messages,
+        # shorter one step at a time until the target stays within reach.
+        for cut in (c for c in cuts if widest <= c < start):
+            if self.pinned_tokens(frozenset(range(cut, size))) <= self.target:
+                return cut
+        return start
+
+    def _tail_bounds(self, cuts: list[int]) -> tuple[int, int | None]:
+        """(where the tail of the newest `keep_recent_tokens` starts, widened back to a cut; the
+        cut that keeps `keep_count` and `min_messages` messages when that is further back, else
+        None). `cuts`: the view's cut points, in order."""
+        size = len(self.items)
         start = size
         want = min(self.rules.keep_recent_tokens, self.target // 2)
         if want > 0:
@@ -260,14 +283,8 @@ class WorkingView:
             start = max((c for c in cuts if c <= start), default=0)
         count = max(self.rules.keep_count, self.rules.min_messages)
         if count <= 0 or size - count >= start:
-            return start
-        # The message tail, as long as it may be: from the cut that keeps `count` messages,
-        # shorter one step at a time until the target stays within reach.
-        widest = max((c for c in cuts if c <= size - count), default=0)
-        for cut in (c for c in cuts if widest <= c < start):
-            if self.pinned_tokens(frozenset(range(cut, size))) <= self.target:
-                return cut
-        return start
+            return start, None
+        return start, max((c for c in cuts if c <= size - count), default=0)
 
     def protected(self, keep_steps: int | None = None, *, tail: bool = True) -> frozenset[int]:
         pinned = self.hard_pinned(keep_steps)
@@ -321,11 +338,18 @@ class WorkingView:
         start, end = edit.start, edit.end
         if not 0 <= start < end <= len(self.items):
             raise InvalidHistoryError(f"range [{start}, {end}) is not within the view")
-        structure = self.structure()
-        if start not in structure.cuts or end not in structure.cuts:
+        # Checked around the range alone: the window makes one edit per dropped run, and a
+        # check over the whole view each time made a long history quadratic.
+        synthetic = SyntheticAt(self.items)
+        if not (
+            is_safe_cut(self._messages, start, synthetic)
+            and is_safe_cut(self._messages, end, synthetic)
+        ):
             raise InvalidHistoryError(f"range [{start}, {end}) is not bounded by safe cut points")
-        guard = self.hard_pinned() if edit.protected is None else edit.protected
-        if any(start <= i < end for i in guard | self.app_pinned()):
+        guard: Container[int] = self.hard_pinned() if edit.protected is None else edit.protected
+        if any(i in guard for i in range(start, end)) or any(
+            item.id in self.pinned_ids for item in self.items[start:end]
+        ):
             raise InvalidHistoryError(f"range [{start}, {end}) covers a pinned message")
         replaced = self.items[start:end]
         covers = (replaced[0].span[0], replaced[-1].span[1])
@@ -362,6 +386,7 @@ class WorkingView:
         self.next_seq += 1
         self.items[start:end] = [item]
         self.counts[start:end] = [new_tokens]
+        self._messages[start:end] = [item.message]
         self._total += new_tokens - old_tokens
         self._structure = None
         self._tail = None
@@ -411,6 +436,7 @@ class WorkingView:
         for index, item in new_items.items():
             self.items[index] = item
             self.counts[index] = new_counts[index]
+            self._messages[index] = item.message
         self._total -= saved
         self._tail = None  # the structure is unchanged (roles and call ids stay); counts are not
         self._users = None

@@ -20,7 +20,7 @@ were checked against pins still reads (`old-logs-read`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, KeysView, Mapping, Sequence
+from collections.abc import Container, Iterable, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,7 +49,7 @@ from ctxfold.events import (
     joined_ledger,
 )
 from ctxfold.messages import Message
-from ctxfold.messages.structure import analyze
+from ctxfold.messages.structure import analyze, in_system_block, is_safe_cut, pending_step
 from ctxfold.session.frozen import Frozen, frozen
 
 ItemKind = Literal["message", "summary", "note"]
@@ -96,6 +96,24 @@ class Item:
         return self.covers if self.covers is not None else (self.id, self.id)
 
 
+class SyntheticAt(Container[int]):
+    """The positions of the synthetic items (summaries, notes) of `items`, answered by looking at
+    the item asked about: what `ctxfold.messages.structure` reads to check one range, without a
+    set built over every item."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self._items = items
+
+    def __contains__(self, index: object) -> bool:
+        return (
+            isinstance(index, int)
+            and 0 <= index < len(self._items)
+            and self._items[index].synthetic
+        )
+
+
 def original_item(seq: int, message: Message) -> Item:
     """``Item(seq, message, "message", seq)``: the item of an original message event.
 
@@ -132,6 +150,9 @@ class Projection:
     _key_of: dict[int, int] = field(default_factory=dict)
     _pins: set[int] = field(default_factory=set)
     _messages: list[Message] = field(default_factory=list)
+    _shown: bool = field(default=True, compare=False, repr=False)
+    """Whether a view of `_items` or `_messages` may be out: until one is, a compaction edits
+    them in place (a batch of a thousand compactions copies them once, not a thousand times)."""
 
     @classmethod
     def of_items(cls, items: Sequence[Item], last_seq: int, pins: Iterable[int] = ()) -> Projection:
@@ -147,7 +168,7 @@ class Projection:
             keys.append(key)
             key_of[item.id] = key
             messages.append(item.message)
-        return cls(last_seq, list(items), keys, key_of, set(pins), messages)
+        return cls(last_seq, list(items), keys, key_of, set(pins), messages, False)
 
     @classmethod
     def of_columns(
@@ -172,12 +193,14 @@ class Projection:
             dict(self._key_of),
             set(self._pins),
             list(self._messages),
+            False,
         )
 
     # -- reading ---------------------------------------------------------------------------
     @property
     def items(self) -> Frozen[Item]:
         """The projected items, as an immutable view: O(1), and it never changes afterwards."""
+        self._shown = True
         return frozen(self._items)
 
     def ids(self) -> KeysView[int]:
@@ -186,6 +209,7 @@ class Projection:
 
     def messages(self) -> Frozen[Message]:
         """The projected messages, as an immutable view: O(1), and it never changes afterwards."""
+        self._shown = True
         return frozen(self._messages)
 
     def synthetic(self) -> frozenset[int]:
@@ -282,20 +306,22 @@ class Projection:
             raise InvalidHistoryError(
                 f"compaction of items {first}..{last} is not contiguous in the current projection"
             )
-        structure = analyze(self.messages(), self.synthetic())
-        if start < structure.system_end:
+        # Checked from the messages around the range alone: a batch of a thousand compactions
+        # is checked, and then folded, one compaction at a time.
+        messages, synthetic = self._messages, SyntheticAt(self._items)
+        if in_system_block(messages, start, synthetic):
             raise InvalidHistoryError("the system block is never compacted")
-        if start not in structure.cuts or end + 1 not in structure.cuts:
-            bad = start if start not in structure.cuts else end + 1
-            raise InvalidHistoryError(
-                f"compaction of items {first}..{last} would split a tool call from its result "
-                f"(position {bad} is not a safe cut point)"
-            )
-        for index in structure.pending:
-            if start <= index <= end:
+        for bad in (start, end + 1):
+            if not is_safe_cut(messages, bad, synthetic):
                 raise InvalidHistoryError(
-                    f"compaction of items {first}..{last} would drop a call that is still pending"
+                    f"compaction of items {first}..{last} would split a tool call from its "
+                    f"result (position {bad} is not a safe cut point)"
                 )
+        pending = pending_step(messages, synthetic)
+        if pending is not None and start <= pending <= end:
+            raise InvalidHistoryError(
+                f"compaction of items {first}..{last} would drop a call that is still pending"
+            )
         return start, end
 
     def _mask_targets(self, mask: Mask) -> list[tuple[int, str]]:
@@ -406,7 +432,10 @@ class Projection:
             seq, compaction.message, compaction.kind, removed[0].key, covers, None, held,
             joined_ledger(compaction.ledger, [r.ledger for r in removed]),
         )  # fmt: skip
-        self._rebuilt([*self._items[:start], item, *self._items[end + 1 :]])
+        if self._shown:
+            self._rebuilt(list(self._items), list(self._messages))
+        self._items[start : end + 1] = [item]
+        self._messages[start : end + 1] = [item.message]
         self._keys[start : end + 1] = [item.key]
         for gone in removed:
             del self._key_of[gone.id]
@@ -445,10 +474,11 @@ class Projection:
             self._pins.discard(gone.id)
         return Change(removed=removed, edit=bool(removed))
 
-    def _rebuilt(self, items: list[Item]) -> None:
+    def _rebuilt(self, items: list[Item], messages: list[Message] | None = None) -> None:
         # New lists, never an edit in place: views handed out earlier keep what they showed.
         self._items = items
-        self._messages = [item.message for item in items]
+        self._messages = [item.message for item in items] if messages is None else messages
+        self._shown = False
 
     def extend(self, events: Iterable[Event]) -> list[Change]:
         return [self.apply(event) for event in events]
