@@ -626,32 +626,6 @@ def test_merge_is_associative(cuts: list[int]) -> None:
     assert merge(merge(a, b), c) == merge(a, merge(b, c)) == build_ledger(SCRIPT)
 
 
-def _reused_ids() -> list[tuple[int, Message]]:
-    """A log whose call ids come back: a call left waiting, a later call with its id answered,
-    then one more waiting call with it; an editor opened in one item and edited in the next."""
-
-    def call(seq: int, call_id: str, command: str) -> tuple[int, Message]:
-        arguments = json.dumps({"command": command})
-        return seq, Message("assistant", None, (ToolCall(call_id, "bash", arguments),))
-
-    return [
-        (1, Message("user", "Fix lib.py")),
-        call(2, "c1", "cat lib.py"),
-        call(3, "c1", "python repro.py"),
-        (4, Message("tool", "<returncode>1</returncode>\nNameError: x", tool_call_id="c1")),
-        call(5, "c2", "open lib.py"),
-        (6, Message("tool", "[File: lib.py]", tool_call_id="c2")),
-        call(7, "c3", "edit 3:3\n    y = 2\nend_of_edit"),
-        (8, Message("tool", "[File: lib.py (9 lines)]", tool_call_id="c3")),
-        call(9, "c1", "python repro.py"),
-        call(10, "c4", "pytest tests/test_lib.py"),
-        (11, Message("tool", "== 5 passed in 0.2s ==", tool_call_id="c4")),
-        call(12, "c1", "ls"),
-        (13, Message("tool", "lib.py", tool_call_id="c1")),
-        (14, Message("tool", "a late answer", tool_call_id="c1")),
-    ]
-
-
 @pytest.mark.guarantee("ledger-merges-losslessly")
 @pytest.mark.parametrize("size", [1, 2, 3])
 @pytest.mark.parametrize("log", [SCRIPT, _reused_ids()], ids=["script", "reused-ids"])
