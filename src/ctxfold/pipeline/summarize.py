@@ -232,8 +232,11 @@ class Summarize:
             # No plain stretch of the region is worth a summary of its own. One too short for
             # that is summarized together with the summaries beside it, so that it is read once
             # and they are no longer kept apart by it (`plain-before-combined`).
+            # Units by start, once per region: looking each run up in the list compared units
+            # field by field, once per run (quadratic in a history of many short runs).
+            at = {unit.start: index for index, unit in enumerate(units)}
             for run in short:
-                joined = _with_summaries_beside(run, units, protected)
+                joined = _with_summaries_beside(run, units, at, protected)
                 if joined is not None and view.tokens(*joined) > budget:
                     return Stretch(joined[0], joined[1], tier)
         return None
@@ -272,11 +275,12 @@ class Summarize:
 
 
 def _with_summaries_beside(
-    run: list[Unit], units: list[Unit], protected: frozenset[int]
+    run: list[Unit], units: list[Unit], at: dict[int, int], protected: frozenset[int]
 ) -> tuple[int, int] | None:
     """`run` widened to the unprotected summary (or note) right before it and the one right
-    after it, when there are any; None when there is neither."""
-    first, last = units.index(run[0]), units.index(run[-1])
+    after it, when there are any; None when there is neither. `at` maps each unit's start to
+    its index in `units`."""
+    first, last = at[run[0].start], at[run[-1].start]
     start, end = run[0].start, run[-1].end
     if first > 0 and _free_synthetic(units[first - 1], protected):
         start = units[first - 1].start
