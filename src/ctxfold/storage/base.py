@@ -30,8 +30,10 @@ from ctxfold.storage.checks import (
     check_seq,
     check_session_id,
     check_text,
+    decode_data,
     decode_event,
     encode_batch,
+    same_data,
     stored_event,
 )
 from ctxfold.storage.search import SearchHit, SearchQuery
@@ -135,9 +137,11 @@ class StoreBase(abc.ABC):
         - `idempotency_key`: a string naming this append (a UUID made before the first try). If
           an append with this key already landed in this session, nothing is written and the
           events it stored are returned, so a retry after a lost acknowledgement (a timeout, a
-          dropped connection) never appends twice. The key is checked before `expected_seq`. A
-          key reused for different events is an `InvalidInputError`. An empty batch records no
-          key. Keys are kept per session, at most 256 bytes.
+          dropped connection) never appends twice. The retry's events are compared with the
+          stored ones by meaning: the keys of a mapping in their data may come in another
+          order. The key is checked before `expected_seq`. A key reused for different events
+          is an `InvalidInputError`. An empty batch records no key. Keys are kept per session,
+          at most 256 bytes.
 
         Every check and the encoding happen before the backend writes anything.
 
@@ -184,14 +188,26 @@ class StoreBase(abc.ABC):
     def _prior(
         self, session_id: str, key: str | None, batch: EncodedBatch, prior: PriorAppend
     ) -> list[Event]:
-        if prior.digest != batch.digest:
-            raise InvalidInputError(
-                f"session {session_id!r}: idempotency_key {key!r} was already used for other "
-                f"events (seqs {prior.first_seq} to {prior.last_seq}); use a new key for a new "
-                "append"
-            )
+        """The events the first append with `key` stored, when `batch` is that append again;
+        else raise `InvalidInputError`.
+
+        The digest is of the encoded text, so the usual retry matches it at no cost. A retry
+        the application built again from the same data may encode a mapping's keys in another
+        order, which changes the text but not the meaning: only then are the stored events
+        read and compared by meaning (`same_data`), so neither an unkeyed append nor a first
+        try pays for it."""
         count = prior.last_seq - prior.first_seq + 1
-        return self._read_page(session_id, prior.first_seq - 1, count)
+        if prior.digest == batch.digest:
+            return self._read_page(session_id, prior.first_seq - 1, count)
+        if count == len(batch.events):
+            stored = self._read_page(session_id, prior.first_seq - 1, count)
+            if _same_events(batch, stored):
+                return stored
+        raise InvalidInputError(
+            f"session {session_id!r}: idempotency_key {key!r} was already used for other "
+            f"events (seqs {prior.first_seq} to {prior.last_seq}); use a new key for a new "
+            "append"
+        )
 
     def read(self, session_id: str, after: int = 0) -> list[Event]:
         """The session's events with a seq above `after`, in seq order."""
@@ -527,6 +543,14 @@ class StoreBase(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _same_events(batch: EncodedBatch, stored: Sequence[Event]) -> bool:
+    """True when `batch` holds the events `stored`, by type and by the meaning of their data."""
+    return len(stored) == len(batch.events) and all(
+        event.type == kept.type and same_data(decode_data(event.data), kept.data)
+        for event, kept in zip(batch.events, stored, strict=True)
+    )
 
 
 EventStore = StoreBase

@@ -351,6 +351,43 @@ def decode_data(data: str) -> Any:
         return json.loads(data)  # a row written by other means: let json say what is wrong
 
 
+def same_data(first: Any, second: Any) -> bool:
+    """True when two decoded values of stored data mean the same: equal in every value and
+    type, lists in the same order, each object's keys in any order.
+
+    A retried idempotent append is compared with what its first try stored this way when their
+    texts differ (`StoreBase.append`): an application that builds the retry again from the same
+    data may put a mapping's keys in another order. Types count, as a reader of the text sees
+    them: ``1``, ``1.0`` and ``true`` differ, and so do ``0.0`` and ``-0.0``.
+
+    >>> same_data({"a": 1, "b": [{"x": None, "y": "z"}]}, {"b": [{"y": "z", "x": None}], "a": 1})
+    True
+    >>> same_data({"a": 1}, {"a": 1.0}), same_data({"a": 1}, {"a": True}), same_data([1, 2], [2, 1])
+    (False, False, False)
+    """
+    # A stack rather than recursion: data as deep as the encoder takes never overflows here.
+    pending = [(first, second)]
+    while pending:
+        one, other = pending.pop()
+        kind = type(one)
+        if kind is not type(other):
+            return False
+        if kind is dict:
+            if one.keys() != other.keys():
+                return False
+            pending.extend((value, other[key]) for key, value in one.items())
+        elif kind is list:
+            if len(one) != len(other):
+                return False
+            pending.extend(zip(one, other, strict=True))
+        elif kind is float:
+            if one.hex() != other.hex():
+                return False
+        elif one != other:
+            return False
+    return True
+
+
 # typeshed types make_scanner's argument as the scanner class itself; it takes a decoder.
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
     cast(Any, json.JSONDecoder())
