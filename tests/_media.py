@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from ctxfold.messages import Message, from_openai
+from ctxfold.messages import Message, from_anthropic, from_openai
 from ctxfold.messages.media import MEDIA, attachments
 from ctxfold.tokens import counter
 
@@ -98,3 +98,12 @@ def assert_logged_once(logged: Sequence[Message]) -> None:
     assert len(B64) < size < len(B64) + 2_000, (size, len(B64))
     assert any(MEDIA in m.extra for m in logged)
     assert all(len(json.dumps(m.extra.get(MEDIA))) < 1_000 for m in logged)
+
+
+def anthropic_user(text: str = QUESTION) -> Message:
+    """The user message the Anthropic adapter reads from a question and the image (inline):
+    the reference for media an integration sends to a Claude model (a 1024 x 1024 image: 1,399
+    tokens)."""
+    source = {"type": "base64", "media_type": "image/png", "data": B64}
+    blocks = [{"type": "text", "text": text}, {"type": "image", "source": source}]
+    return from_anthropic([{"role": "user", "content": blocks}])[0]

@@ -20,10 +20,17 @@ written, contributes nothing.
 Images, files and audio are never text: an ``input_image``, ``input_file`` or ``input_audio`` part
 (of a message or of a tool output), a computer call's screenshot and the image an image
 generation call made are measured, and what they cost (their size, not their data) recorded as
-the message's media (`ctxfold.messages.media.with_media`), priced as OpenAI bills them, while
-their items still carry them to the model. A tool output that
-is only an image has the text "". (An earlier ctxfold put such an output's JSON, data and all, in
-the text; a message it logged that way still gives back its items.)
+the message's media (`ctxfold.messages.media.with_media`), while their items still carry them to
+the model. A tool output that is only an image has the text "". (An earlier ctxfold put such an
+output's JSON, data and all, in the text; a message it logged that way still gives back its
+items.)
+
+Media is priced by the rules of the provider whose model the batch names (`_sent_to`): the SDK's
+Chat Completions and LiteLLM models write the model on each item they return
+(``provider_data.model``, such as ``"anthropic/claude-sonnet-4-5"``), so a tool's image that
+answers a Claude model's call is priced as Anthropic bills it. Items name no model otherwise (the
+Responses API's, and the user's input, which the SDK stores in a batch of its own): their media
+is priced as OpenAI bills it.
 """
 
 from __future__ import annotations
@@ -36,8 +43,8 @@ from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
-from ctxfold.messages.media import MediaFacts, media_part, with_media
-from ctxfold.tokens.attachments import measure
+from ctxfold.messages.media import MediaFacts, Provider, media_part, with_media
+from ctxfold.tokens.attachments import measure, media_provider
 
 NAMESPACE = "agents"
 
@@ -67,27 +74,27 @@ def items_to_messages(items: Sequence[Any], *, first_index: int = 0) -> list[Mes
     ``role``, a message with an unknown role, a call or output without a ``call_id``. A lone
     surrogate in a string is stored as U+FFFD.
     """
+    batch = [_checked(raw, first_index + position) for position, raw in enumerate(items)]
     messages: list[Message] = []
     group: list[dict[str, Any]] = []
-    for position, raw in enumerate(items):
-        item = _checked(raw, first_index + position)
+    for position, item in enumerate(batch):
         kind = item_kind(item)
         if kind == "assistant":
             group.append(item)
             continue
         if group:
-            messages.append(_assistant(group))
+            messages.append(_assistant(group, batch, position - 1))
             group = []
         if kind == "output":
-            messages.append(_tool_output(item))
+            messages.append(_tool_output(item, batch, position))
         else:
             content = item.get("content")
             text = content if isinstance(content, str) else _parts_text(content)
             role = _USER_ROLES[item["role"]]
             message = Message(role, text, extra={NAMESPACE: {"items": [item]}})
-            messages.append(with_media(message, _media([item])))
+            messages.append(_with_media(message, [item], batch, position))
     if group:
-        messages.append(_assistant(group))
+        messages.append(_assistant(group, batch, len(batch) - 1))
     return messages
 
 
@@ -193,7 +200,9 @@ def _check_keys(item: Mapping[str, Any], where: str) -> None:
         stack.extend(c for c in children if isinstance(c, (Mapping, list, tuple)))
 
 
-def _assistant(items: list[dict[str, Any]]) -> Message:
+def _assistant(
+    items: list[dict[str, Any]], batch: Sequence[Mapping[str, Any]], last: int
+) -> Message:
     calls = tuple(
         ToolCall(item["call_id"], _call_name(item), _call_arguments(item))
         for item in items
@@ -206,17 +215,41 @@ def _assistant(items: list[dict[str, Any]]) -> Message:
         tool_calls=calls,
         extra={NAMESPACE: {"items": items}},
     )
-    return with_media(message, _media(items))
+    return _with_media(message, items, batch, last)
 
 
-def _tool_output(item: dict[str, Any]) -> Message:
+def _tool_output(item: dict[str, Any], batch: Sequence[Mapping[str, Any]], at: int) -> Message:
     message = Message(
         "tool",
         _output_text(item),
         tool_call_id=item["call_id"],
         extra={NAMESPACE: {"items": [item]}},
     )
-    return with_media(message, _media([item]))
+    return _with_media(message, [item], batch, at)
+
+
+def _with_media(
+    message: Message,
+    items: Sequence[Mapping[str, Any]],
+    batch: Sequence[Mapping[str, Any]],
+    at: int,
+) -> Message:
+    """`message` with the media of its `items` recorded, priced for where the batch says it is
+    sent (`_sent_to`, looked up only when there is media)."""
+    media = _media(items)
+    return with_media(message, media, provider=_sent_to(batch, at) if media else None)
+
+
+def _sent_to(batch: Sequence[Mapping[str, Any]], at: int) -> Provider | None:
+    """The provider of the model named by the item at `at` or the nearest before it in the batch
+    that names one (``provider_data.model``: for a tool output, the call it answers), else the
+    nearest after it; None when no item of the batch names a model."""
+    for position in (*range(at, -1, -1), *range(at + 1, len(batch))):
+        data = batch[position].get("provider_data")
+        model = data.get("model") if isinstance(data, Mapping) else None
+        if isinstance(model, str) and model:
+            return media_provider(model)
+    return None
 
 
 def _text_of(

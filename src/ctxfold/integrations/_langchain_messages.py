@@ -9,8 +9,13 @@ are derived from it, so that counts, strategies and summaries read the conversat
 Images, files and audio in the content blocks (LangChain's standard blocks, or OpenAI's or
 Anthropic's, which LangChain reads as standard ones) are never text: they are measured, and
 what they cost (their size, not their data) recorded as the message's media
-(`ctxfold.messages.media.with_media`), priced as OpenAI bills them, in a tool message as anywhere
-else, while the stored message still carries them to the model.
+(`ctxfold.messages.media.with_media`), in a tool message as anywhere else, while the stored
+message still carries them to the model. They are priced by the rules of the provider the
+message says it is sent to (`_sent_to`): an AI message names the model that wrote it, and a
+message whose media blocks are written in Anthropic's shape (a ``source``) is written for Claude,
+one in OpenAI's (``image_url``, ``input_audio``) for OpenAI. A message that does not say (a human
+or tool message in LangChain's standard blocks, which any chat model takes) is priced as OpenAI
+bills it: the message alone is all this conversion sees, not the model the agent calls.
 
 Going back, a message whose text is unchanged is the stored message itself; a tool message whose
 content a compaction cleared keeps everything but the content; a summary or note becomes a plain
@@ -37,8 +42,8 @@ from ctxfold._unicode import is_well_formed, well_formed, well_formed_data
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
-from ctxfold.messages.media import MediaFacts, MediaKind, media_part, with_media
-from ctxfold.tokens.attachments import measure
+from ctxfold.messages.media import MediaFacts, MediaKind, Provider, media_part, with_media
+from ctxfold.tokens.attachments import measure, media_provider
 
 NAMESPACE = "langchain"
 
@@ -104,7 +109,7 @@ def to_message(message: Any, *, index: int) -> Message:
         name=_replace_surrogates(message.name),
         extra={NAMESPACE: stored},
     )
-    return with_media(converted, media)
+    return with_media(converted, media, provider=_sent_to(message) if media else None)
 
 
 def _replace_surrogates(value: Any) -> Any:
@@ -211,6 +216,40 @@ def _media(message: BaseMessage) -> list[MediaFacts]:
         )
         out.append(measure(part))
     return out
+
+
+def _sent_to(message: BaseMessage) -> Provider | None:
+    """The provider `message` says it is sent to: the one whose model wrote it (an AI message's
+    ``response_metadata``, as the provider's chat model fills it in), else the one whose shape
+    its media blocks are written in; None when it says neither, or both."""
+    if isinstance(message, AIMessage):
+        meta = message.response_metadata
+        names = (meta.get(key) for key in ("model_name", "model", "model_provider"))
+        found = media_provider(*(name for name in names if isinstance(name, str)))
+        if found is not None:
+            return found
+    blocks = message.content if isinstance(message.content, list) else []
+    shapes = {
+        shape
+        for block in blocks
+        if isinstance(block, Mapping) and (shape := _shape(block)) is not None
+    }
+    return shapes.pop() if len(shapes) == 1 else None
+
+
+def _shape(block: Mapping[str, Any]) -> Provider | None:
+    """Whose API a media block is written for: Anthropic's image and document blocks hold a
+    ``source``, OpenAI's parts are typed after their field; None for LangChain's standard
+    blocks (a ``url``, ``base64`` or ``file_id`` of their own) and for text."""
+    kind = block.get("type")
+    if kind in ("image", "document") and isinstance(block.get("source"), Mapping):
+        return "anthropic"
+    if kind in _OPENAI_SHAPES or (kind == "file" and isinstance(block.get("file"), Mapping)):
+        return "openai"
+    return None
+
+
+_OPENAI_SHAPES = frozenset({"image_url", "input_audio", "input_image", "input_file"})
 
 
 def _openai_image(value: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -14,8 +14,12 @@ so consecutive messages from one request are regrouped into that request on the 
 Images, documents and audio (`BinaryContent`, `ImageUrl`, `DocumentUrl`, `AudioUrl`,
 `UploadedFile`, in a prompt, a tool return or a response's file) are never text: they are
 measured, and what they cost (their size, not their data) recorded as the message's media
-(`ctxfold.messages.media.with_media`), priced as OpenAI bills them, while the kept parts still
-carry them to the model; video has no price and only leaves the text. A tool return that is only
+(`ctxfold.messages.media.with_media`), while the kept parts still carry them to the model; video
+has no price and only leaves the text. They are priced by the rules of the provider whose model
+they go to, when the history tells (`_answered_by`): a response names its model, and a request
+goes to the model of the response that answers it, else of the one before it. A request
+converted on its own (`to_messages`), or before any model has answered, has no response to
+tell, and its media is priced as OpenAI bills it. A tool return that is only
 an image has the text "". (An earlier ctxfold put such a return's JSON, data and all, in the
 text; a message it logged that way still gives back its parts.)
 
@@ -30,8 +34,9 @@ with one text part.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -49,8 +54,8 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.integrations._common import KEY
 from ctxfold.messages import Message, ToolCall
 from ctxfold.messages._values import Role
-from ctxfold.messages.media import MediaFacts, MediaKind, media_part, with_media
-from ctxfold.tokens.attachments import measure
+from ctxfold.messages.media import MediaFacts, MediaKind, Provider, media_part, with_media
+from ctxfold.tokens.attachments import measure, media_provider
 
 NAMESPACE = "pydantic_ai"
 
@@ -125,13 +130,15 @@ def to_messages_at(
         ) from exc
     dumped = well_formed_data(dumped)
     out: list[list[Message]] = []
-    for index, message, data in zip(named, messages, dumped, strict=True):
+    for index, position, message, data in zip(named, positions, messages, dumped, strict=True):
         parts: list[dict[str, Any]] = data.pop("parts")
         source = index if sourced else None
         if message.kind == "response":
-            out.append([_response(data, parts, source)])
+            answered_by = functools.partial(_answered_by, message)
+            out.append([_response(data, parts, source, answered_by)])
         else:
-            out.append(_request(data, parts, index, source))
+            sent_to = _sent_to(history, position)
+            out.append(_request(data, parts, index, source, sent_to))
     return out
 
 
@@ -206,6 +213,28 @@ def regroup(pieces: Sequence[tuple[Any, ModelMessage]]) -> list[ModelMessage]:
 
 
 # -- internals -------------------------------------------------------------------------------
+def _answered_by(response: ModelResponse) -> Provider | None:
+    """The provider whose model wrote `response`, as pydantic-ai records it."""
+    return media_provider(
+        response.model_name, getattr(response, "model_id", None), response.provider_name
+    )
+
+
+def _sent_to(history: Sequence[Any], position: int) -> Callable[[], Provider | None]:
+    """Where the request at `position` goes, worked out only when it holds media: to the model
+    of the response that answers it, else (a request not answered yet) of the newest response
+    before it; None when the history holds neither."""
+
+    def find() -> Provider | None:
+        later = range(position + 1, len(history))
+        for at in (*later, *range(position - 1, -1, -1)):
+            if isinstance(history[at], ModelResponse):
+                return _answered_by(history[at])
+        return None
+
+    return find
+
+
 def _serializable(message: ModelMessage) -> bool:
     try:
         ModelMessagesTypeAdapter.dump_python([message], mode="json")
@@ -220,7 +249,12 @@ def _extra(kept: dict[str, Any], source: int | None, part: int) -> dict[str, Any
     return {NAMESPACE: kept, KEY: {"source": ["m", source, part]}}
 
 
-def _response(header: dict[str, Any], parts: list[dict[str, Any]], source: int | None) -> Message:
+def _response(
+    header: dict[str, Any],
+    parts: list[dict[str, Any]],
+    source: int | None,
+    answered_by: Callable[[], Provider | None],
+) -> Message:
     calls = tuple(
         ToolCall(str(p["tool_call_id"]), str(p.get("tool_name") or p["part_kind"]), _args(p))
         for p in parts
@@ -232,13 +266,16 @@ def _response(header: dict[str, Any], parts: list[dict[str, Any]], source: int |
         tool_calls=calls,
         extra=_extra({"header": header, "parts": parts}, source, 0),
     )
-    return with_media(
-        message, _media(p.get("content") for p in parts if p.get("part_kind") == "file")
-    )
+    media = _media(p.get("content") for p in parts if p.get("part_kind") == "file")
+    return with_media(message, media, provider=answered_by() if media else None)
 
 
 def _request(
-    header: dict[str, Any], parts: list[dict[str, Any]], index: int, source: int | None
+    header: dict[str, Any],
+    parts: list[dict[str, Any]],
+    index: int,
+    source: int | None,
+    sent_to: Callable[[], Provider | None],
 ) -> list[Message]:
     chunks: list[list[dict[str, Any]]] = []
     riders: list[dict[str, Any]] = []
@@ -253,15 +290,18 @@ def _request(
             chunks[-1].extend(riders)
         else:
             chunks.append(riders)
+    media = [_media(p.get("content") for p in c if p.get("part_kind") in SPEAKING) for c in chunks]
+    provider = sent_to() if any(media) else None
     return [
         with_media(
             Message(
                 *_role_and_id(chunk, index),
                 extra=_extra({"header": header, "parts": chunk, "group": index}, source, part),
             ),
-            _media(p.get("content") for p in chunk if p.get("part_kind") in SPEAKING),
+            found,
+            provider=provider,
         )
-        for part, chunk in enumerate(chunks)
+        for part, (chunk, found) in enumerate(zip(chunks, media, strict=True))
     ]
 
 

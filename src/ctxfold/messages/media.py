@@ -10,7 +10,8 @@ pydantic-ai or Agents SDK message) keeps its media where its maker sends it from
 ctxfold does not read. Its maker records under ``extra["media"]`` (`with_media`) what pricing
 needs of that media, not the media: each part's kind and size, measured once
 (`ctxfold.tokens.attachments.measure`: an image's width and height, a PDF's pages, audio's
-seconds, the byte count of inline data), so that it is priced as OpenAI bills it. The record
+seconds, the byte count of inline data), and, when its maker could tell where the message is
+sent, that provider, whose rules then price it; else it is priced as OpenAI bills it. The record
 holds no data, so the log keeps each image once, where its maker sends it from; it is only read
 here, never sent.
 
@@ -47,6 +48,7 @@ _OPENAI_MEDIA = frozenset({"image_url", "input_audio", "file"})
 _DATA_URL = re.compile(r"data:([^;,]*)(?:;[^;,]*)*;base64,", re.IGNORECASE)
 _AUDIO_FORMATS = {"mpeg": "mp3", "x-wav": "wav", "wave": "wav", "x-mp3": "mp3"}
 _ANTHROPIC_MEDIA = frozenset({"image", "document"})
+_PROVIDERS = frozenset({"openai", "anthropic"})
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,9 @@ class Attachment:
     - `provider`: whose shape `part` is in ("openai" or "anthropic"), which is also whose
       pricing applies.
     - `kind`: the part's type: "image_url", "input_audio", "file" (OpenAI), "image",
-      "document" (Anthropic); or "measured" (`MEASURED`, priced as OpenAI bills it) for a part
-      of a media record (`with_media`), which is not a part but what it costs.
+      "document" (Anthropic); or "measured" (`MEASURED`) for a part of a media record
+      (`with_media`), which is not a part but what it costs, and whose `provider` is the one
+      its facts name (`priced_by`).
     - `part`: the part itself (for example ``{"type": "image", "source": {...}}``), or a media
       record's `MediaFacts`.
     """
@@ -86,6 +89,8 @@ class MediaFacts(_Kind, total=False):
     - `detail`: an image's detail ("low", "high", "auto"), as given.
     - `pages`: a document's pages, when it is a PDF whose pages could be counted.
     - `seconds`: the length of audio whose header (WAV) gives it.
+    - `provider`: whose rules price it ("openai" or "anthropic"), when its maker could tell
+      where it is sent; left out when it could not, and OpenAI's rules apply (`priced_by`).
     """
 
     bytes: int
@@ -96,6 +101,7 @@ class MediaFacts(_Kind, total=False):
     detail: str
     pages: int
     seconds: float
+    provider: Provider
 
 
 def attachments(message: Message) -> list[Attachment]:
@@ -128,17 +134,34 @@ def attachments(message: Message) -> list[Attachment]:
         parts = recorded.get("parts") if current else None
         for part in parts if isinstance(parts, list) else ():
             if isinstance(part, Mapping) and _kind(part) in _MEDIA_KINDS:
-                out.append(Attachment("openai", MEASURED, part))
+                out.append(Attachment(priced_by(part), MEASURED, part))
     return out
 
 
-def with_media(message: Message, media: Iterable[Mapping[str, Any]]) -> Message:
+def priced_by(facts: Mapping[str, Any]) -> Provider:
+    """Whose rules price one part of a media record: the provider its facts name, else OpenAI
+    (a record whose maker could not tell, or made before ctxfold recorded it, or a value that
+    names neither provider).
+
+    >>> priced_by({"type": "image", "provider": "anthropic"}), priced_by({"type": "image"})
+    ('anthropic', 'openai')
+    """
+    return "anthropic" if facts.get("provider") == "anthropic" else "openai"
+
+
+def with_media(
+    message: Message, media: Iterable[Mapping[str, Any]], *, provider: Provider | None = None
+) -> Message:
     """`message` with what its media costs recorded under ``extra["media"]``, so that it is
     counted while its text stays as it is now; `message` itself when there is none.
 
     `media` holds the measured facts of each image, document or audio clip (`MediaFacts`;
     `ctxfold.tokens.attachments.measure` reads them from the part `media_part` builds); anything
     else, a content part included, raises `InvalidInputError`: it would never be counted.
+    `provider` is where the message is sent, when its maker can tell
+    (`ctxfold.tokens.attachments.media_provider`): every part records it, and is priced by its
+    rules. None, when the maker cannot tell, records nothing more, and the parts are priced as
+    OpenAI bills them (unless their own facts name a provider).
 
     The record is ``{"text_digest": ..., "parts": [facts, ...]}``, JSON that holds no data: a
     logged message keeps an inline image once, where its maker sends it from, and the record of
@@ -152,6 +175,10 @@ def with_media(message: Message, media: Iterable[Mapping[str, Any]]) -> Message:
     >>> [a.kind for a in attachments(m)], attachments(m.replace(content="[cleared]"))
     (['measured'], [])
     """
+    if provider is not None and provider not in _PROVIDERS:
+        raise InvalidInputError(
+            f"with_media takes provider 'openai', 'anthropic' or None, not {show(provider)}"
+        )
     parts: list[dict[str, Any]] = []
     for facts in media:
         if not (isinstance(facts, Mapping) and _kind(facts) in _MEDIA_KINDS):
@@ -160,7 +187,7 @@ def with_media(message: Message, media: Iterable[Mapping[str, Any]]) -> Message:
                 f" not {show(facts)}; measure a content part with"
                 f" ctxfold.tokens.attachments.measure first"
             )
-        parts.append(dict(facts))
+        parts.append(dict(facts) if provider is None else {**facts, "provider": provider})
     if not parts:
         return message
     record = {_DIGEST: _digest(message.content), "parts": parts}

@@ -33,6 +33,13 @@ those facts are priced by `measured_tokens`; the media record the integrations k
 (`ctxfold.messages.media.with_media`) holds the same facts, measured once when it was made, and
 is priced by the same `measured_tokens`. A record's facts are read as untrusted: a fact of the
 wrong type or out of range is ignored, and the default for what it would have said applies.
+
+A record's facts also say whose rules price them (``"provider": "anthropic"``) when the
+integration that made them could tell where the message is sent (`media_provider` reads that
+from the model names a framework reports). Only an image's price depends on it: documents are
+priced by the one rule above whoever reads them, and audio by OpenAI's, the only one of the two
+that takes it. Facts that do not say, which is every record made before ctxfold recorded it,
+are priced by OpenAI's rules, as they always were.
 """
 
 from __future__ import annotations
@@ -44,7 +51,14 @@ from typing import Any, Literal
 from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.messages._show import show
-from ctxfold.messages.media import MEASURED, Attachment, MediaFacts, attachments
+from ctxfold.messages.media import (
+    MEASURED,
+    Attachment,
+    MediaFacts,
+    Provider,
+    attachments,
+    priced_by,
+)
 from ctxfold.tokens._media_data import (
     decoded_size,
     image_size,
@@ -53,6 +67,7 @@ from ctxfold.tokens._media_data import (
     split_data_url,
     wav_seconds,
 )
+from ctxfold.tokens.catalog import lookup
 
 OPENAI_LOW_DETAIL = 85
 """Tokens of an OpenAI image at ``detail: "low"``, and the base of a high-detail one."""
@@ -103,7 +118,7 @@ def part_tokens(attachment: Attachment, count_text: Callable[[str], int]) -> int
     if attachment.kind in _OPENAI_PARTS:
         return measured_tokens(measure(part))
     if attachment.kind == "image":
-        return _anthropic_image(part.get("source"))
+        return _image("anthropic", None, _source_size(part.get("source")))
     if attachment.kind == "document":
         return _anthropic_document(part.get("source"), count_text)
     return 0
@@ -135,11 +150,14 @@ def measure(part: Mapping[str, Any]) -> MediaFacts:
 
 
 def measured_tokens(facts: Mapping[str, Any]) -> int:
-    """Tokens of one image, document or audio clip from its measured facts (`measure`), by
-    OpenAI's rules (see the module); 0 for facts of no known type.
+    """Tokens of one image, document or audio clip from its measured facts (`measure`), by the
+    rules of the provider they name (``"provider": "anthropic"``), else by OpenAI's (see the
+    module); 0 for facts of no known type.
 
     >>> measured_tokens({"type": "image", "width": 1024, "height": 1024})
     765
+    >>> measured_tokens({"type": "image", "width": 1024, "height": 1024, "provider": "anthropic"})
+    1399
     >>> measured_tokens({"type": "document", "pages": "many"}) == UNSEEN_DOCUMENT_TOKENS
     True
     """
@@ -147,7 +165,7 @@ def measured_tokens(facts: Mapping[str, Any]) -> int:
     if kind == "image":
         width, height = _whole(facts, "width", 1), _whole(facts, "height", 1)
         size = (width, height) if width is not None and height is not None else None
-        return _openai_image(facts.get("detail"), size)
+        return _image(priced_by(facts), facts.get("detail"), size)
     if kind == "document":
         return _document(_whole(facts, "pages", 1), _whole(facts, "bytes", 0))
     if kind == "audio":
@@ -182,16 +200,45 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     return min(ANTHROPIC_MAX_IMAGE, math.ceil(pixels / ANTHROPIC_PIXELS_PER_TOKEN))
 
 
-def _openai_image(detail: Any, size: tuple[int, int] | None) -> int:
+def media_provider(*names: str | None) -> Provider | None:
+    """Whose rules price media sent to a model, from what a framework reports of it: model
+    names (``"claude-sonnet-4-5-20250929"``, ``"anthropic/claude-3-5-sonnet"``, a Bedrock id)
+    or a provider's name (``"anthropic"``, ``"openai"``), tried in order; the first that names a
+    model the catalog knows (`ctxfold.tokens.catalog.lookup`), a Claude model or one of the two
+    providers decides. None when none does (a Gemini model, a test model, nothing given): the
+    media is then priced by OpenAI's rules, as before ctxfold could tell.
+
+    >>> media_provider("claude-sonnet-4-5-20250929"), media_provider(None, "openai")
+    ('anthropic', 'openai')
+    >>> media_provider("gemini-2.5-pro", "openai") is None
+    True
+    """
+    for name in names:
+        if not name:
+            continue
+        info = lookup(name)
+        if info is not None:  # a model the catalog knows decides, even one of neither provider
+            return _PROVIDERS.get(info.provider)
+        if "claude" in name.lower():  # a Claude model newer than the catalog, or a router's id
+            return "anthropic"
+        if name.strip().lower() in _PROVIDERS:
+            return _PROVIDERS[name.strip().lower()]
+    return None
+
+
+def _image(provider: Provider, detail: Any, size: tuple[int, int] | None) -> int:
+    """The one place an image is priced: by `provider`'s rule, at its size when known."""
+    if provider == "anthropic":
+        return ANTHROPIC_MAX_IMAGE if size is None else anthropic_image_tokens(*size)
     if detail == "low":
         return OPENAI_LOW_DETAIL
     return OPENAI_UNKNOWN_IMAGE if size is None else openai_image_tokens(*size)
 
 
-def _anthropic_image(source: Any) -> int:
+def _source_size(source: Any) -> tuple[int, int] | None:
+    """The size of the image in an Anthropic block's `source`, when its data is inline."""
     inline = source_data(source)
-    size = image_size(inline[1]) if inline is not None else None
-    return ANTHROPIC_MAX_IMAGE if size is None else anthropic_image_tokens(*size)
+    return image_size(inline[1]) if inline is not None else None
 
 
 def _document(pages: int | None, size: int | None) -> int:
@@ -233,6 +280,7 @@ def _anthropic_document(source: Any, count_text: Callable[[str], int]) -> int:
 
 
 _OPENAI_PARTS = frozenset({"image_url", "file", "input_audio"})
+_PROVIDERS: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic"}
 
 _LARGEST = 2**53
 """The largest number a fact may hold: beyond it a float no longer holds every whole number,
