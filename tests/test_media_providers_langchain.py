@@ -12,8 +12,10 @@ from tests._frameworks import minimum
 pytest.importorskip("langchain", minversion=minimum("langchain"))
 
 from langchain.agents import create_agent
+from langchain_core.language_models import LangSmithParams
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ctxfold import MemoryStore
@@ -97,3 +99,109 @@ def test_the_middleware_logs_an_anthropic_block_image_at_anthropic_s_price() -> 
     agent.invoke({"messages": [question]}, {"configurable": {"thread_id": "lc-claude"}})
     user = next(m for m in middleware.session("lc-claude").messages() if m.role == "user")
     assert_counted_like([user], anthropic_user())
+
+
+class NamedChat(GenericFakeChatModel):
+    """langchain-core's fake chat model reporting a model name, as ChatOpenAI names its model
+    (`model_name`), and taking tools."""
+
+    model_name: str
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+class ProviderOnlyChat(GenericFakeChatModel):
+    """A fake chat model that names its provider only in its LangSmith tracing params, as every
+    chat model fills them (ChatAnthropic's ``ls_provider`` is "anthropic")."""
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        return LangSmithParams(ls_provider="anthropic", ls_model_type="chat")
+
+
+CLAUDE = "claude-sonnet-4-5-20250929"
+STANDARD_QUESTION = [{"type": "text", "text": QUESTION}, STANDARD_IMAGE]
+CONFIG = {"thread_id": "lc-called"}
+
+
+def logged_media_tokens(middleware: CtxfoldMiddleware, thread_id: str) -> list[int]:
+    """What the media of each logged message that has some costs."""
+    logged = middleware.session(thread_id).messages()
+    return [count([m]) - count([m.replace(extra={})]) for m in logged if "media" in m.extra]
+
+
+def run(model: GenericFakeChatModel, *questions: list[Any], tools: Any = ()) -> list[int]:
+    """Each question as a run of one agent (one thread) on `model`; the media prices logged."""
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = create_agent(model, list(tools), middleware=[middleware], checkpointer=InMemorySaver())
+    for question in questions:
+        agent.invoke({"messages": [HumanMessage(content=question)]}, {"configurable": CONFIG})
+    return logged_media_tokens(middleware, CONFIG["thread_id"])
+
+
+@pytest.mark.parametrize(
+    ("name", "tokens"), [(CLAUDE, 1_399), ("claude-opus-4-1", 1_399), ("gpt-4o", 765)]
+)
+def test_a_standard_block_image_is_priced_for_the_model_the_agent_calls(
+    name: str, tokens: int
+) -> None:
+    """A human message's image in LangChain's standard blocks says nothing of where it goes:
+    the middleware prices it for the agent's chat model (1,399 tokens for a 1024 x 1024 image
+    sent to Claude, 765 to GPT), in a run's first call and in a later run's (which the
+    middleware logs with the answer)."""
+    model = NamedChat(messages=iter([AIMessage("grey"), AIMessage("still grey")]), model_name=name)
+    assert run(model, STANDARD_QUESTION, STANDARD_QUESTION) == [tokens, tokens]
+
+
+async def test_an_async_agent_prices_a_standard_block_image_for_its_model() -> None:
+    """The same through `ainvoke`."""
+    model = NamedChat(messages=iter([AIMessage("grey"), AIMessage("still")]), model_name=CLAUDE)
+    middleware = CtxfoldMiddleware(store=MemoryStore())
+    agent = create_agent(model, [], middleware=[middleware], checkpointer=InMemorySaver())
+    for _ in range(2):
+        question = HumanMessage(content=STANDARD_QUESTION)
+        await agent.ainvoke({"messages": [question]}, {"configurable": CONFIG})
+    assert logged_media_tokens(middleware, CONFIG["thread_id"]) == [1_399, 1_399]
+
+
+def test_a_tool_s_standard_block_image_is_priced_for_the_model_the_agent_calls() -> None:
+    """A tool's image in standard blocks goes back to the agent's model: priced for Claude."""
+
+    @tool(response_format="content")
+    def shot() -> list[dict[str, Any]]:
+        """Take a screenshot."""
+        return [STANDARD_IMAGE]
+
+    call = {"name": "shot", "args": {}, "id": CALL_ID}
+    answers = iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="grey")])
+    model = NamedChat(messages=answers, model_name=CLAUDE)
+    assert run(model, [{"type": "text", "text": QUESTION}], tools=[shot]) == [1_399]
+
+
+def test_a_model_that_names_its_provider_only_for_tracing_is_understood() -> None:
+    """A chat model whose name says nothing, but whose LangSmith params name Anthropic as its
+    provider, gets its media priced as Anthropic bills it."""
+    model = ProviderOnlyChat(messages=iter([AIMessage("grey")]))
+    assert run(model, STANDARD_QUESTION) == [1_399]
+
+
+def test_the_model_called_wins_over_what_a_message_says_of_itself() -> None:
+    """Blocks in Anthropic's shape sent to a GPT model are billed by OpenAI: the agent's model
+    decides; with a model that names nothing (the plain fake model), the blocks do."""
+    question = [{"type": "text", "text": QUESTION}, ANTHROPIC_IMAGE]
+    gpt = NamedChat(messages=iter([AIMessage("grey")]), model_name="gpt-4o")
+    assert run(gpt, question) == [765]
+    unnamed = GenericFakeChatModel(messages=iter([AIMessage("grey")]))
+    assert run(unnamed, question) == [1_399]
+
+
+def test_a_message_without_media_never_asks_where_it_is_sent() -> None:
+    """Where a message goes is asked only for media: a text message costs no look at the
+    model."""
+
+    def asked() -> None:
+        raise AssertionError("asked where a message without media goes")
+
+    converted = conv.to_message(HumanMessage(content=QUESTION), index=0, sent_to=asked)
+    assert converted.text == QUESTION
+    assert "media" not in converted.extra

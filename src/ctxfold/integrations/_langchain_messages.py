@@ -10,12 +10,14 @@ Images, files and audio in the content blocks (LangChain's standard blocks, or O
 Anthropic's, which LangChain reads as standard ones) are never text: they are measured, and
 what they cost (their size, not their data) recorded as the message's media
 (`ctxfold.messages.media.with_media`), in a tool message as anywhere else, while the stored
-message still carries them to the model. They are priced by the rules of the provider the
-message says it is sent to (`_sent_to`): an AI message names the model that wrote it, and a
-message whose media blocks are written in Anthropic's shape (a ``source``) is written for Claude,
-one in OpenAI's (``image_url``, ``input_audio``) for OpenAI. A message that does not say (a human
-or tool message in LangChain's standard blocks, which any chat model takes) is priced as OpenAI
-bills it: the message alone is all this conversion sees, not the model the agent calls.
+message still carries them to the model. They are priced by the rules of the provider of the
+chat model the message is sent to, when the caller knows it (`to_message`'s `sent_to`: the
+middleware passes the agent's model, `model_provider`). Else by what the message says of itself
+(`_written_for`): an AI message names the model that wrote it, and a message whose media blocks
+are written in Anthropic's shape (a ``source``) is written for Claude, one in OpenAI's
+(``image_url``, ``input_audio``) for OpenAI. A message that says neither (a human or tool message
+in LangChain's standard blocks, which any chat model takes) converted with no model to tell is
+priced as OpenAI bills it.
 
 Going back, a message whose text is unchanged is the stored message itself; a tool message whose
 content a compaction cleared keeps everything but the content; a summary or note becomes a plain
@@ -25,7 +27,7 @@ content a compaction cleared keeps everything but the content; a summary or note
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.messages import (
@@ -67,8 +69,17 @@ _CHAT_ROLES: dict[str, Role] = {
 }
 
 
-def to_message(message: Any, *, index: int) -> Message:
+SentTo = Callable[[], Provider | None]
+"""Where a message is sent, as whose rules price its media (`model_provider` of the chat model
+called); asked only when a message holds media."""
+
+
+def to_message(message: Any, *, index: int, sent_to: SentTo | None = None) -> Message:
     """One LangChain message as a ctxfold `Message` (its serialized form kept in extra).
+
+    `sent_to` gives the provider of the chat model the message is sent to (`model_provider` of
+    the agent's model), asked only when the message holds media, which it then prices; when it
+    is None or gives None, the message's media is priced by what the message says of itself.
 
     Raises `InvalidInputError` naming the message (position and id) when it cannot be carried:
     not a LangChain message, a type ctxfold cannot give a role, a field that is not JSON
@@ -109,7 +120,7 @@ def to_message(message: Any, *, index: int) -> Message:
         name=_replace_surrogates(message.name),
         extra={NAMESPACE: stored},
     )
-    return with_media(converted, media, provider=_sent_to(message) if media else None)
+    return with_media(converted, media, provider=_priced_by(message, sent_to) if media else None)
 
 
 def _replace_surrogates(value: Any) -> Any:
@@ -218,10 +229,46 @@ def _media(message: BaseMessage) -> list[MediaFacts]:
     return out
 
 
-def _sent_to(message: BaseMessage) -> Provider | None:
-    """The provider `message` says it is sent to: the one whose model wrote it (an AI message's
-    ``response_metadata``, as the provider's chat model fills it in), else the one whose shape
-    its media blocks are written in; None when it says neither, or both."""
+def model_provider(model: Any) -> Provider | None:
+    """Whose rules price media sent to `model`, a LangChain chat model (`ModelRequest.model`),
+    from the names it reports: its ``model_name``, ``model`` or ``model_id`` attribute (ChatOpenAI
+    names its model in the first, ChatAnthropic in the second, Bedrock's models in the third),
+    else the LangSmith tracing params every chat model fills (``ls_model_name``, and
+    ``ls_provider``: "anthropic", "openai"). None when none of them names a model or a provider
+    `ctxfold.tokens.attachments.media_provider` knows (a Gemini model, a fake model).
+    """
+    try:
+        names = [
+            getattr(model, attribute, None) for attribute in ("model_name", "model", "model_id")
+        ]
+        found = media_provider(*(name for name in names if isinstance(name, str)))
+        if found is None and callable(getattr(model, "_get_ls_params", None)):
+            params = model._get_ls_params()
+            names = [params.get("ls_model_name"), params.get("ls_provider")]
+            found = media_provider(*(name for name in names if isinstance(name, str)))
+    except Exception:
+        # Best effort, and never worth failing the agent's call for: a configurable model builds
+        # a model to answer an attribute, a subclass's tracing params may fail. The media is then
+        # priced by what its message says.
+        return None
+    return found
+
+
+def _priced_by(message: BaseMessage, sent_to: SentTo | None) -> Provider | None:
+    """Whose rules price `message`'s media: the chat model's it is sent to, when known, wins
+    over what the message says of itself (`_written_for`), which only stands in for it. The
+    bill comes from the provider that receives the request, whichever model wrote the message
+    (a thread's earlier answers may be another model's) and whichever API's shape its blocks are
+    in (LangChain reads Anthropic's and OpenAI's as its standard blocks, which any chat model
+    takes)."""
+    called = sent_to() if sent_to is not None else None
+    return called if called is not None else _written_for(message)
+
+
+def _written_for(message: BaseMessage) -> Provider | None:
+    """The provider `message` says it is written for: the one whose model wrote it (an AI
+    message's ``response_metadata``, as the provider's chat model fills it in), else the one
+    whose shape its media blocks are written in; None when it says neither, or both."""
     if isinstance(message, AIMessage):
         meta = message.response_metadata
         names = (meta.get(key) for key in ("model_name", "model", "model_provider"))

@@ -16,12 +16,14 @@ Images, documents and audio (`BinaryContent`, `ImageUrl`, `DocumentUrl`, `AudioU
 measured, and what they cost (their size, not their data) recorded as the message's media
 (`ctxfold.messages.media.with_media`), while the kept parts still carry them to the model; video
 has no price and only leaves the text. They are priced by the rules of the provider whose model
-they go to, when the history tells (`_answered_by`): a response names its model, and a request
-goes to the model of the response that answers it, else of the one before it. A request
-converted on its own (`to_messages`), or before any model has answered, has no response to
-tell, and its media is priced as OpenAI bills it. A tool return that is only
-an image has the text "". (An earlier ctxfold put such a return's JSON, data and all, in the
-text; a message it logged that way still gives back its parts.)
+they go to: the model called, when the caller knows it (the `sent_to` of `to_messages` and
+`to_messages_at`: the capability passes the request's model, `model_provider`); else the one the
+history tells of (`_answered_by`): a response names its model, and a request goes to the model
+of the response that answers it, else of the one before it. A request converted with neither
+(on its own, or before any model has answered, with no model called to tell) is priced as
+OpenAI bills it. A tool return that is only an image has the text "". (An earlier ctxfold put
+such a return's JSON, data and all, in the text; a message it logged that way still gives back
+its parts.)
 
 Lone surrogates (half a UTF-16 pair, which a model's answer may hold) become U+FFFD: the log
 stores UTF-8.
@@ -48,6 +50,7 @@ from pydantic_ai.messages import (
     TextPart,
     UserPromptPart,
 )
+from pydantic_ai.models.fallback import FallbackModel
 
 from ctxfold._unicode import well_formed_data
 from ctxfold.errors import InvalidInputError
@@ -83,13 +86,18 @@ _URL_KINDS: dict[str, MediaKind] = {
     "document-url": "document",
     "audio-url": "audio",
 }
+SentTo = Callable[[], Provider | None]
+"""Where messages are sent, as whose rules price their media (`model_provider`, or what the
+history tells); asked only when a message holds media."""
 
 
-def to_messages(message: Any, *, index: int, sourced: bool = False) -> list[Message]:
+def to_messages(
+    message: Any, *, index: int, sourced: bool = False, sent_to: SentTo | None = None
+) -> list[Message]:
     """One pydantic-ai message as ctxfold messages (one for a response, one per speaking part
     of a request). Raises `InvalidInputError` naming the message for a shape that cannot be
-    carried. `sourced`: as for `to_messages_at`, `index` the position."""
-    (converted,) = to_messages_at([message], [0], names=[index], sourced=sourced)
+    carried. `sourced` and `sent_to`: as for `to_messages_at`, `index` the position."""
+    (converted,) = to_messages_at([message], [0], names=[index], sourced=sourced, sent_to=sent_to)
     return converted
 
 
@@ -99,12 +107,15 @@ def to_messages_at(
     *,
     names: Sequence[int] | None = None,
     sourced: bool = False,
+    sent_to: SentTo | None = None,
 ) -> list[list[Message]]:
     """`to_messages` of the history's messages at `positions`, serialized in one pass (a run's
     new prompt and response are logged together). An error names the message by its position,
     or by its entry in `names`. `sourced`: each message carries its key in the log,
     ``["m", position, part]`` under ``extra["ctxfold"]`` (`with_source`), made with it rather
-    than copied to add it."""
+    than copied to add it. `sent_to` gives the provider of the model the messages are sent to
+    (`model_provider` of the request's model), asked only when a message holds media, which it
+    then prices; when it is None or gives None, the history tells (`_answered_by`)."""
     if not positions:
         return []
     messages = [history[p] for p in positions]
@@ -134,11 +145,11 @@ def to_messages_at(
         parts: list[dict[str, Any]] = data.pop("parts")
         source = index if sourced else None
         if message.kind == "response":
-            answered_by = functools.partial(_answered_by, message)
-            out.append([_response(data, parts, source, answered_by)])
+            made_by = _first(sent_to, functools.partial(_answered_by, message))
+            out.append([_response(data, parts, source, made_by)])
         else:
-            sent_to = _sent_to(history, position)
-            out.append(_request(data, parts, index, source, sent_to))
+            goes_to = _first(sent_to, _sent_to(history, position))
+            out.append(_request(data, parts, index, source, goes_to))
     return out
 
 
@@ -212,7 +223,35 @@ def regroup(pieces: Sequence[tuple[Any, ModelMessage]]) -> list[ModelMessage]:
     return out
 
 
+def model_provider(model: Any) -> Provider | None:
+    """Whose rules price media sent to `model`, a pydantic-ai `Model` (the request's, or the
+    run's): its ``model_name``, else its ``system`` (the provider: "anthropic", "openai"), as
+    `ctxfold.tokens.attachments.media_provider` reads them; a `FallbackModel` by its first model,
+    which every request tries first. Wrapper models report the model they wrap. None when
+    neither names a model or provider it knows (a Gemini model; `TestModel` and `FunctionModel`
+    unless given a ``model_name``)."""
+    while isinstance(model, FallbackModel) and model.models:
+        model = model.models[0]
+    names = (getattr(model, "model_name", None), getattr(model, "system", None))
+    return media_provider(*(name for name in names if isinstance(name, str)))
+
+
 # -- internals -------------------------------------------------------------------------------
+def _first(called: SentTo | None, told: SentTo) -> SentTo:
+    """Where the model called (`called`) is known, it prices the media; else what the history
+    tells (`told`). The model called wins: the provider that receives the request bills its
+    media, whichever model answered this request before (a run may call another model than
+    the last run did), and the capability converts with the model each request goes to."""
+    if called is None:
+        return told
+
+    def find() -> Provider | None:
+        provider = called()
+        return provider if provider is not None else told()
+
+    return find
+
+
 def _answered_by(response: ModelResponse) -> Provider | None:
     """The provider whose model wrote `response`, as pydantic-ai records it."""
     return media_provider(

@@ -25,6 +25,7 @@ langgraph 1.1.5 or later).
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -61,6 +62,7 @@ try:
     from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
     from ctxfold.integrations import _langchain_messages as conv
+    from ctxfold.integrations._langchain_messages import SentTo
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         "ctxfold.integrations.langchain", "langchain", "langchain", minimum=MINIMUM
@@ -152,9 +154,10 @@ class CtxfoldMiddleware(AgentMiddleware):
         thread = self._thread(request.runtime)
         state = _state(request)
         history, extras = _split(request.messages, state)
-        messages = thread.ahead(history, state, self.compactor)
+        sent_to = _sent_to(request)
+        messages = thread.ahead(history, state, self.compactor, sent_to)
         if messages is None:
-            thread.record(history, request.system_message, state)
+            thread.record(history, request.system_message, state, sent_to)
             if needs_compaction(self.compactor, thread.session, fresh=False):
                 assert self.compactor is not None
                 self.compactor.maybe_compact(thread.session)
@@ -165,11 +168,11 @@ class CtxfoldMiddleware(AgentMiddleware):
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
-            thread.record(history, request.system_message, state)
+            thread.record(history, request.system_message, state, sent_to)
             self.compactor.recover_from_overflow(thread.session)
             messages = thread.projection(history, fresh=False)
             response = handler(request.override(messages=_sent(messages, extras, history)))
-        thread.record_answer(response, len(history))
+        thread.record_answer(response, len(history), sent_to)
         return response
 
     async def awrap_model_call(
@@ -181,14 +184,17 @@ class CtxfoldMiddleware(AgentMiddleware):
         known = self._threads.known(_thread_id(request.runtime))
         state = _state(request)
         history, extras = _split(request.messages, state)
+        sent_to = _sent_to(request)
         ahead = None
         if known is not None:
-            ahead = known.ahead(history, state, self.compactor)
+            ahead = known.ahead(history, state, self.compactor, sent_to)
         if known is not None and ahead is not None:
             thread, messages = known, ahead
         else:
             # One trip to a worker thread when no compaction is due, the usual case.
-            thread, prepared = await asyncio.to_thread(self._prepare, request, history, state)
+            thread, prepared = await asyncio.to_thread(
+                self._prepare, request, history, state, sent_to
+            )
             if prepared is None:
                 assert self.compactor is not None
                 await self.compactor.amaybe_compact(thread.session)
@@ -199,12 +205,12 @@ class CtxfoldMiddleware(AgentMiddleware):
         except Exception as exc:
             if self.compactor is None or not is_context_overflow(exc):
                 raise
-            await asyncio.to_thread(self._prepare, request, history, state)
+            await asyncio.to_thread(self._prepare, request, history, state, sent_to)
             await self.compactor.arecover_from_overflow(thread.session)
             messages = await asyncio.to_thread(thread.projection, history, fresh=False)
             response = await handler(request.override(messages=_sent(messages, extras, history)))
         if thread.pending or _answer(response) is not None:
-            await asyncio.to_thread(thread.record_answer, response, len(history))
+            await asyncio.to_thread(thread.record_answer, response, len(history), sent_to)
         return response
 
     def session(self, thread_id: str) -> Session:
@@ -213,12 +219,16 @@ class CtxfoldMiddleware(AgentMiddleware):
 
     # -- internals -------------------------------------------------------------------------
     def _prepare(
-        self, request: ModelRequest[Any], history: Sequence[Any], state: Sequence[Any] | None
+        self,
+        request: ModelRequest[Any],
+        history: Sequence[Any],
+        state: Sequence[Any] | None,
+        sent_to: SentTo,
     ) -> tuple[_Thread, list[AnyMessage] | None]:
         """Log what is new in `history`; then the projection, or None when the compactor must
         look first."""
         thread = self._thread(request.runtime)
-        thread.record(history, request.system_message, state)
+        thread.record(history, request.system_message, state, sent_to)
         if needs_compaction(self.compactor, thread.session, fresh=False):
             return thread, None
         return thread, thread.projection(history, fresh=False)
@@ -275,7 +285,11 @@ class _Thread:
         return bool(self._pending)
 
     def ahead(
-        self, messages: Sequence[Any], state: Sequence[Any] | None, compactor: Compactor | None
+        self,
+        messages: Sequence[Any],
+        state: Sequence[Any] | None,
+        compactor: Compactor | None,
+        sent_to: SentTo,
     ) -> list[AnyMessage] | None:
         """The projection for a call whose new messages are all the user's (the first call of
         a run), when the log holds everything before them and no compaction is due with them
@@ -305,7 +319,8 @@ class _Thread:
                     continue
                 if not isinstance(message, HumanMessage):
                     return None
-                new.append(with_source(conv.to_message(message, index=position), source))
+                converted = conv.to_message(message, index=position, sent_to=sent_to)
+                new.append(with_source(converted, source))
                 given.append(message)
             if not new or not fits_ahead(compactor, self.session, new):
                 return None
@@ -313,31 +328,42 @@ class _Thread:
             return self._project(messages, self.session.items(fresh=False)) + given
 
     def record(
-        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None = None
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        state: Sequence[Any] | None,
+        sent_to: SentTo,
     ) -> None:
         """Append the messages the log does not hold yet, in one atomic append (the system
         message first when the session is new). `state` is the graph state's messages when
         `messages` (the request's) may be fewer; it tells whether an answer `record_answer`
-        logged reached the state.
+        logged reached the state. `sent_to` is where the call goes (`_sent_to`), which prices
+        the media of what is logged.
 
         The graph state only grows between model calls, so the messages up to the newest one
         this thread logged or found logged are not looked at again while that message is still
         where it was: a call costs O(new messages)."""
         try:
-            self._record(messages, system, state, look=False)
+            self._record(messages, system, state, sent_to, look=False)
         except ConflictError:
             # Another writer appended since this thread last looked: look, and decide again.
-            self._record(messages, system, state, look=True)
+            self._record(messages, system, state, sent_to, look=True)
 
     def _record(
-        self, messages: Sequence[Any], system: Any, state: Sequence[Any] | None, *, look: bool
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        state: Sequence[Any] | None,
+        sent_to: SentTo,
+        *,
+        look: bool,
     ) -> None:
         with self._lock:
             self._pending = []
             expected = self.index.look(self.session, always=look)
             new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
-                new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
+                new.append(with_source(conv.to_message(system, index=-1, sent_to=sent_to), SYSTEM))
             start = self._logged
             reset = False
             if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
@@ -350,11 +376,13 @@ class _Thread:
                 # The projection starts over from the state as it is now (the log keeps all).
                 new = [NewEvent.of(Reset())]
                 if system is not None:
-                    new.append(with_source(conv.to_message(system, index=-1), SYSTEM))
+                    new.append(
+                        with_source(conv.to_message(system, index=-1, sent_to=sent_to), SYSTEM)
+                    )
                 for position, message in enumerate(state):
                     if not _answers_invalid_call(state, position):
                         source = _source(state, position)
-                        converted = conv.to_message(message, index=position)
+                        converted = conv.to_message(message, index=position, sent_to=sent_to)
                         new.append(with_source(converted, source))
             for position in range(start, len(messages)):
                 message = messages[position]
@@ -363,7 +391,8 @@ class _Thread:
                 if reset:
                     continue
                 if source not in self.index and not _answers_invalid_call(messages, position):
-                    new.append(with_source(conv.to_message(message, index=position), source))
+                    converted = conv.to_message(message, index=position, sent_to=sent_to)
+                    new.append(with_source(converted, source))
             lost = None if reset else self._lost_answer(messages if state is None else state)
             if lost is not None:
                 new.insert(0, NewEvent.of(Retraction(lost)))
@@ -372,11 +401,11 @@ class _Thread:
             if messages:
                 self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
 
-    def record_answer(self, response: Any, position: int) -> None:
+    def record_answer(self, response: Any, position: int, sent_to: SentTo) -> None:
         """Log the model's answer in `response` (see `_answer`) now, rather than at the next
         model call: a run that ends with it leaves the whole thread in the log without a graph
         step of its own after the model's. `position` is where the answer will stand in the
-        graph state (named in an error).
+        graph state (named in an error); `sent_to`, where the call went (`_sent_to`).
 
         The answer is marked as logged from the response: should the graph state never get it
         (the process stopped before LangGraph saved the model's step, or a middleware outside
@@ -388,7 +417,7 @@ class _Thread:
             batch = list(self._pending)
             if answer is not None and answer.id not in self.index:
                 try:
-                    message = conv.to_message(answer, index=position)
+                    message = conv.to_message(answer, index=position, sent_to=sent_to)
                 except InvalidInputError:
                     message = None
                 if message is not None:
@@ -511,6 +540,14 @@ def _session_id(thread_id: Any) -> Any:
     if isinstance(thread_id, (int, uuid.UUID)) and not isinstance(thread_id, bool):
         return str(thread_id)
     return thread_id
+
+
+def _sent_to(request: ModelRequest[Any]) -> SentTo:
+    """Whose rules price the media `request` sends: the provider of the chat model it calls
+    (`conv.model_provider`), worked out once, and only when a message to log holds media, so a
+    call without media pays nothing for it. It wins over what a message says of itself
+    (`conv._priced_by` says why)."""
+    return functools.cache(functools.partial(conv.model_provider, request.model))
 
 
 def _state(request: ModelRequest[Any]) -> Sequence[Any] | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -52,6 +53,7 @@ try:
     from pydantic_ai.messages import ModelMessage, ModelRequest
 
     from ctxfold.integrations import _pydantic_ai_messages as conv
+    from ctxfold.integrations._pydantic_ai_messages import SentTo
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         "ctxfold.integrations.pydantic_ai",
@@ -121,15 +123,16 @@ class CtxfoldCapability(AbstractCapability[Any]):
         together with the response when the run ends (`after_run`), one trip to a worker thread
         and one append for the run (see `_Conversation.ahead`)."""
         known = self._conversations.known(ctx.conversation_id)
+        sent_to = _sent_to(request_context.model)
         if known is not None:
-            ahead = known.ahead(request_context.messages, self.compactor)
+            ahead = known.ahead(request_context.messages, self.compactor, sent_to)
             if ahead is request_context.messages:
                 return request_context  # the projection is the history as given
             if ahead is not None:
                 return dataclasses.replace(request_context, messages=ahead)
         # One trip to a worker thread when no compaction is due, the usual case.
         conversation, messages = await asyncio.to_thread(
-            self._prepare, ctx.conversation_id, request_context.messages
+            self._prepare, ctx.conversation_id, request_context.messages, sent_to
         )
         if messages is None:
             assert self.compactor is not None
@@ -143,7 +146,8 @@ class CtxfoldCapability(AbstractCapability[Any]):
         """Log what the run added that the log does not hold yet (at least its last response,
         which no model request has carried), so the log holds the whole conversation when the
         run ends."""
-        await asyncio.to_thread(self._record, ctx.conversation_id, result.all_messages())
+        messages = result.all_messages()
+        await asyncio.to_thread(self._record, ctx.conversation_id, messages, _sent_to(ctx.model))
         return result
 
     async def on_model_request_error(
@@ -157,7 +161,9 @@ class CtxfoldCapability(AbstractCapability[Any]):
         and make one more attempt."""
         if self.compactor is None or request_context.attempt > 1 or not is_context_overflow(error):
             raise error
-        conversation = await asyncio.to_thread(self._caught_up, ctx.conversation_id)
+        conversation = await asyncio.to_thread(
+            self._caught_up, ctx.conversation_id, _sent_to(request_context.model)
+        )
         await self.compactor.arecover_from_overflow(conversation.session)
         raise RetryModelRequest()
 
@@ -207,24 +213,26 @@ class CtxfoldCapability(AbstractCapability[Any]):
 
     # -- internals -------------------------------------------------------------------------
     def _prepare(
-        self, conversation_id: Any, history: Sequence[Any]
+        self, conversation_id: Any, history: Sequence[Any], sent_to: SentTo
     ) -> tuple[_Conversation, list[ModelMessage] | None]:
         """Log what is new; then the projection, or None when the compactor must look first."""
-        conversation = self._record(conversation_id, history)
+        conversation = self._record(conversation_id, history, sent_to)
         if needs_compaction(self.compactor, conversation.session, fresh=False):
             return conversation, None
         return conversation, conversation.projection(fresh=False)
 
-    def _record(self, conversation_id: Any, history: Sequence[Any]) -> _Conversation:
+    def _record(
+        self, conversation_id: Any, history: Sequence[Any], sent_to: SentTo
+    ) -> _Conversation:
         conversation = self._conversation(conversation_id)
-        conversation.record(history)
+        conversation.record(history, sent_to)
         return conversation
 
-    def _caught_up(self, conversation_id: Any) -> _Conversation:
+    def _caught_up(self, conversation_id: Any, sent_to: SentTo) -> _Conversation:
         """The conversation, with what its last request carried logged (a request that went
         ahead leaves its new messages to the end of the run)."""
         conversation = self._conversation(conversation_id)
-        conversation.record(conversation.history)
+        conversation.record(conversation.history, sent_to)
         return conversation
 
     def _conversation(self, conversation_id: Any) -> _Conversation:
@@ -261,7 +269,7 @@ class _Conversation:
         return self._history
 
     def ahead(
-        self, history: Sequence[Any], compactor: Compactor | None
+        self, history: Sequence[Any], compactor: Compactor | None, sent_to: SentTo
     ) -> list[ModelMessage] | None:
         """The projection for a request whose new messages are all requests (a run's first
         request: the user's prompt) when no compaction is due with them counted in, worked out
@@ -292,7 +300,7 @@ class _Conversation:
                 # worker thread, with the response. Anything else is converted here, once.
                 counted = conv.counted_form(given)
                 if counted is None:
-                    counted = conv.to_messages(given, index=position, sourced=True)
+                    counted = conv.to_messages(given, index=position, sourced=True, sent_to=sent_to)
                     converted[position] = (given, counted)
                 adding.extend(counted)
             if not fits_ahead(compactor, self.session, adding):
@@ -307,19 +315,20 @@ class _Conversation:
             out.extend(tail)
             return out
 
-    def record(self, history: Sequence[Any]) -> None:
-        """Append the messages of `history` the log does not hold yet, in one atomic append.
+    def record(self, history: Sequence[Any], sent_to: SentTo) -> None:
+        """Append the messages of `history` the log does not hold yet, in one atomic append,
+        their media priced for where the request goes (`sent_to`, see `_sent_to`).
 
         Positions are logged in order, so every position up to the newest logged one is in the
         log already (`_continues` has just made sure the history still holds it): only the
         positions after it are looked at."""
         try:
-            self._record(history, look=False)
+            self._record(history, sent_to, look=False)
         except ConflictError:
             # Another writer appended since this conversation last looked: look, decide again.
-            self._record(history, look=True)
+            self._record(history, sent_to, look=True)
 
-    def _record(self, history: Sequence[Any], *, look: bool) -> None:
+    def _record(self, history: Sequence[Any], sent_to: SentTo, *, look: bool) -> None:
         with self._lock:
             expected = self.index.look(self.session, always=look)
             retractions: list[NewEvent] = []
@@ -348,7 +357,7 @@ class _Conversation:
             # What `ahead` left unconverted (a run's prompt) and what came since (its response),
             # in one pass.
             unconverted = [position for position, messages in logged.items() if not messages]
-            converted = conv.to_messages_at(history, unconverted, sourced=True)
+            converted = conv.to_messages_at(history, unconverted, sourced=True, sent_to=sent_to)
             logged.update(zip(unconverted, converted, strict=True))
             new: list[Message] = []
             for position, messages in logged.items():
@@ -505,6 +514,14 @@ class _Conversation:
         if position not in self._split:
             self._split[position] = len(conv.to_messages(self._history[position], index=position))
         return position if self._split[position] == len(group) else None
+
+
+def _sent_to(model: Any) -> SentTo:
+    """Whose rules price the media a request to `model` sends (`conv.model_provider`), worked
+    out once, and only when a message to log holds media: a request without media pays nothing
+    for it. It wins over what the history tells (`conv._first` says why), so a run's first
+    prompt, logged before any response names a model, is priced for the model it goes to."""
+    return functools.cache(functools.partial(conv.model_provider, model))
 
 
 _RAW = "\x00arguments"
