@@ -158,6 +158,24 @@ def test_a_session_retry_with_extra_in_another_key_order_lands_once(store: Store
 
 
 @pytest.mark.guarantee("session-append-idempotent")
+def test_a_session_that_retries_shows_what_the_first_try_stored(store: StoreBase) -> None:
+    """A session whose first try landed unseen (its acknowledgement lost) folds the stored
+    events, not the retry's rebuilt messages: the text it sends the provider next is the one
+    every other reader of the log sends, keys in the first try's order."""
+    session = store.session("chat")
+    session.messages()  # it has read the log, and will not see the first try land
+    store.session("chat").append(
+        Message("user", "hi", extra={"a": 1, "b": {"c": 2, "d": 3}}), idempotency_key="k"
+    )
+    session.append(
+        Message("user", "hi", extra={"b": {"d": 3, "c": 2}, "a": 1}), idempotency_key="k"
+    )
+    [shown] = session.messages()
+    assert list(shown.extra) == ["a", "b"] and list(shown.extra["b"]) == ["c", "d"]
+    assert shown.extra == store.session("chat").messages()[0].extra
+
+
+@pytest.mark.guarantee("session-append-idempotent")
 def test_an_edit_retried_with_extra_in_another_key_order_lands_once(store: StoreBase) -> None:
     """A keyed compaction retried by a new process, its summary's ``extra`` rebuilt in another
     key order, returns the first try's event though its check would now fail."""

@@ -163,6 +163,10 @@ class Session:
                     if not isinstance(item, Message):
                         self._state.projection.check(event)
             stored, written = self._write(batch, expected_seq, idempotency_key)
+            if written is None and idempotency_key is not None:
+                # Perhaps a retry of an append that landed: the events are the first try's,
+                # which may differ from this one's messages in the order of their keys.
+                known = [None] * len(stored)
             self._catch_up(stored, known, written)
             self._keep_checkpoint(stored, reshaped=None if others else False)
             return stored
