@@ -22,6 +22,7 @@ from ctxfold.messages.validity import validate
 from ctxfold.overflow import is_context_overflow
 from ctxfold.pipeline import Pipeline, Summarize
 from ctxfold.pipeline.clear import CLEARED_MARK
+from ctxfold.pipeline.fit import FIT_PHRASE
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore, SQLiteStore
 from ctxfold.testing.counters import FixedCounter
@@ -33,6 +34,9 @@ from tests._histories import agent_history
 COUNTER = FixedCounter()
 SHORT = "## Objective\n- fix the bugs\n## Work done\n- read the modules"
 BUDGET = Budget(window=3000, keep_recent_tokens=0)
+SECOND_RUNGS = ["clear_tool_results", "cut_to_fit"]
+"""What a second overflow of `history()` runs: older results cleared, then the newest cut to
+half of the estimate the provider refused again (`oversized-output-cut`)."""
 
 
 def history() -> list[Message]:
@@ -113,18 +117,22 @@ def test_overflow_compacts_and_the_single_retry_succeeds(server: FakeLLMServer) 
 @pytest.mark.guarantee("overflow-recovery")
 def test_second_overflow_in_a_session_clears_tool_results() -> None:
     """The first overflow compacts with the pipeline; a second one in the same session clears
-    tool results instead, keeping call ids, so the history stays valid."""
+    tool results instead, keeping call ids, so the history stays valid. Clearing the older ones
+    leaves the view over half of the estimate the provider refused, so the newest output is cut
+    too (`oversized-output-cut`): each overflow in a row asks for less."""
     session = session_with(history())
     comp = compactor()
     first = comp.recover_from_overflow(session)
     assert first is not None and [s.name for s in first.strategies] == ["summarize"]
     second = comp.recover_from_overflow(session)
     assert second is not None and second.reason == "overflow"
-    assert [s.name for s in second.strategies] == ["clear_tool_results"]
+    assert [s.name for s in second.strategies] == SECOND_RUNGS
+    assert second.tokens_after < first.tokens_after
     projected = session.messages()
     results = [m for m in projected if m.role == "tool"]
-    assert any(m.text.startswith(CLEARED_MARK) for m in results)
-    assert not results[-1].text.startswith(CLEARED_MARK)  # the newest step stays
+    assert all(m.text.startswith(CLEARED_MARK) for m in results[:-1])
+    newest = results[-1]  # not cleared: cut, naming its call and the event that keeps it
+    assert FIT_PHRASE in newest.text and f"call {newest.tool_call_id}" in newest.text
     assert [p for p in validate(projected) if p.severity == "error"] == []
 
 
@@ -147,7 +155,7 @@ async def test_async_recovery_behaves_like_the_sync_one() -> None:
     second = await comp.arecover_from_overflow(session)
     assert first is not None and second is not None
     assert [s.name for s in first.strategies] == ["summarize"]
-    assert [s.name for s in second.strategies] == ["clear_tool_results"]
+    assert [s.name for s in second.strategies] == SECOND_RUNGS
 
 
 @pytest.mark.guarantee("overflow-recovery")
@@ -164,7 +172,7 @@ def test_overflows_are_counted_in_the_log_so_any_compactor_sees_them(tmp_path: P
         session = store.session("o")
         assert session.overflows() == 1
         second = compactor().recover_from_overflow(session)
-        assert [s.name for s in second.strategies] == ["clear_tool_results"]
+        assert [s.name for s in second.strategies] == SECOND_RUNGS
         assert [e.type for e in session.events()].count("overflow") == 2
         session.reset()
         assert session.overflows() == 0

@@ -32,7 +32,11 @@ BIG = 1_000_000
 PRINTED_RANGE = re.compile(r"log items? \d+(?:–\d+)?")
 PRINTED_EVENT = re.compile(r"kept in the session log as event (\d+)")
 PRINTED_USER = re.compile(r"kept in the session log as log item (\d+)")
-PRINTED_CALL = re.compile(r"was cleared to save context \(call (.+?), [\d,]+ tokens\)")
+# A cleared result's placeholder, or the marker of an output cut to fit (`CutToFit`).
+PRINTED_CALL = re.compile(
+    r"was cleared to save context \(call (.+?), [\d,]+ tokens\)"
+    r"|, call (\S+?)\)\. The full output is kept in the session log"
+)
 
 
 def replayed(messages: list[Message], window: int) -> Session:
@@ -82,7 +86,8 @@ def printed(session: Session) -> Iterator[tuple[str, str, set[int]]]:
                 assert seq is not None and call is not None, item.content
                 assert int(seq.group(1)) == item.id
                 yield "placeholder", f"event {seq.group(1)}", {item.id}
-                yield "placeholder", call.group(1), results[call.group(1)]
+                call_id = call.group(1) or call.group(2)
+                yield "placeholder", call_id, results[call_id]
 
 
 def runs() -> list[Any]:

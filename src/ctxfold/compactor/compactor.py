@@ -22,6 +22,7 @@ from ctxfold.errors import BudgetError, ConfigurationError, InvalidInputError
 from ctxfold.messages import Message
 from ctxfold.overflow import overflow_figures
 from ctxfold.pipeline.clear import ClearToolResults
+from ctxfold.pipeline.fit import CutToFit
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.rules import SUMMARY_ROLES, Rules, SummaryRole
 from ctxfold.pipeline.strategy import Strategy
@@ -362,10 +363,6 @@ class Compactor:
         return target_in_tokens(target, budget.window if budget is not None else None)
 
     def _overflow_flow(self, overflows: int, limit: int | None) -> Any:
-        # The count lives in the log, so every compactor and process sees the same one.
-        if overflows > 1:
-            clear = Pipeline([ClearToolResults(min_tokens=0)])
-            return self._flow("overflow", target=0, pipeline=clear)
         budget = self.budget
         if budget is None:
             raise BudgetError("this compactor has no budget; overflow recovery needs its target")
@@ -373,7 +370,17 @@ class Compactor:
         if limit is not None and 0 < limit < budget.window:
             # The model's real window is smaller than the budget says: the same share of it.
             target = target * limit // budget.window
-        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK)
+        # The count lives in the log, so every compactor and process sees the same one.
+        if overflows > 1:
+            # Every older output is cleared; then the newest outputs are cut to the target, and
+            # to half the estimate (the provider has refused it again): each overflow in a row
+            # asks for less, so that a retry eventually goes through.
+            clear = Pipeline([ClearToolResults(min_tokens=0), CutToFit()])
+            return self._flow(
+                "overflow", target=0, pipeline=clear, ceiling=target, shrink=OVERFLOW_SHRINK
+            )
+        # No ceiling above the target: the provider has just refused a request under it.
+        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK, ceiling=0)
 
     def _flow(
         self,
@@ -384,9 +391,15 @@ class Compactor:
         pipeline: Pipeline | None = None,
         shrink: float | None = None,
         quiet: bool = False,
+        ceiling: int | None = None,
     ) -> Any:
         settings = self._settings(
-            reason, target, raise_failures=manual, pipeline=pipeline, shrink=shrink
+            reason,
+            target,
+            raise_failures=manual,
+            pipeline=pipeline,
+            shrink=shrink,
+            ceiling=ceiling,
         )
         return compaction(settings, manual=manual, quiet=quiet)
 
@@ -398,8 +411,10 @@ class Compactor:
         raise_failures: bool = False,
         pipeline: Pipeline | None = None,
         shrink: float | None = None,
+        ceiling: int | None = None,
     ) -> RunSettings:
-        """The settings of one run, read from the budget as it is now."""
+        """The settings of one run, read from the budget as it is now. `ceiling` is what a
+        request may take (`RunSettings.ceiling`); None: the budget's trigger point."""
         budget = self.budget
         if target is None:
             if budget is None:
@@ -428,6 +443,7 @@ class Compactor:
             on_compact=self.on_compact,
             raise_failures=raise_failures,
             shrink=shrink,
+            ceiling=ceiling if ceiling is not None or budget is None else budget.trigger_tokens,
         )
 
     def _counts_for(self, counter: TokenCounter) -> TextCounts:

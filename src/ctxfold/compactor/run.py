@@ -67,6 +67,18 @@ class RunSettings:
             return self.target
         return min(self.target, int(snapshot.estimate * self.shrink))
 
+    ceiling: int | None = None
+    """What a request may take and still be sent with room for the reply, as the provider
+    counts (a compactor gives its budget's trigger point): the last rung (`CutToFit`) cuts the
+    newest tool output only down to it. None, or anything under the target: the target."""
+
+    def ceiling_for(self, snapshot: Snapshot) -> int | None:
+        """The ceiling of a run over `snapshot`, in provider tokens; `shrink` bounds it as it
+        bounds the target, so that each overflow in a row asks for less."""
+        if self.ceiling is None or self.shrink is None:
+            return self.ceiling
+        return min(self.ceiling, int(snapshot.estimate * self.shrink))
+
 
 @dataclass(frozen=True)
 class Planned:
@@ -166,7 +178,10 @@ class Planned:
 
 def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Planned]:
     """Plan a compaction of `snapshot` toward `settings.target`; see the module docstring."""
-    view = WorkingView(snapshot, snapshot.scaled(settings.target_for(snapshot)), settings.rules)
+    ceiling = settings.ceiling_for(snapshot)
+    ceiling = None if ceiling is None else snapshot.scaled(ceiling)
+    target = snapshot.scaled(settings.target_for(snapshot))
+    view = WorkingView(snapshot, target, settings.rules, ceiling=ceiling)
     accounts = Accounts()
     tokens_before = view.total
     reason = settings.reason

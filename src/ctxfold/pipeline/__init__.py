@@ -3,6 +3,7 @@ them."""
 
 from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.clear import ClearToolResults
+from ctxfold.pipeline.fit import CutToFit
 from ctxfold.pipeline.pipeline import Pipeline
 from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.rules import Rules, SummaryRole
@@ -17,6 +18,7 @@ __all__ = [
     "Accounts",
     "ClearToolResults",
     "CollapseRepeats",
+    "CutToFit",
     "MaskResults",
     "Pipeline",
     "Replace",

@@ -15,6 +15,7 @@ from typing import Any, TypeGuard
 from ctxfold.errors import ConfigurationError
 from ctxfold.pipeline.accounting import Accounts, StrategyEffect
 from ctxfold.pipeline.clear import ClearToolResults
+from ctxfold.pipeline.fit import CutToFit
 from ctxfold.pipeline.proposals import MaskResults, Replace, SummaryCall
 from ctxfold.pipeline.strategy import Strategy
 from ctxfold.pipeline.summarize import Summarize
@@ -62,11 +63,12 @@ class Pipeline:
     @classmethod
     def default(cls, summarizer: Summarizer | None = None) -> Pipeline:
         """ClearToolResults → CollapseRepeats → Summarize → ClearToolResults(keep_tail=False)
-        → Summarize(keep_tail=False) → ShortenUserMessages → SlidingWindow: free first (old tool
-        output, a harness's repeated nudges), the summarizer next, then the recent tail's output
-        cleared and its oldest steps summarized, the user's messages past their bound shortened,
-        and dropping turns only when nothing else reached the target. The user's words within
-        their bound are never summarized or dropped."""
+        → Summarize(keep_tail=False) → ShortenUserMessages → SlidingWindow → CutToFit: free
+        first (old tool output, a harness's repeated nudges), the summarizer next, then the
+        recent tail's output cleared and its oldest steps summarized, the user's messages past
+        their bound shortened, dropping turns only when nothing else reached the target, and
+        last, when the newest output alone is too large to send, that output cut to fit. The
+        user's words within their bound are never summarized or dropped."""
         return cls(
             [
                 ClearToolResults(),
@@ -76,6 +78,7 @@ class Pipeline:
                 Summarize(summarizer, keep_tail=False),
                 ShortenUserMessages(),
                 SlidingWindow(),
+                CutToFit(),
             ]
         )
 

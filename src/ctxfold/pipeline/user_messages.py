@@ -10,7 +10,7 @@ from ctxfold.pipeline.proposals import MaskResults
 from ctxfold.pipeline.strategy import Flow
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers.identifiers import PRIORITY, extract_identifiers, kind_of
-from ctxfold.summarizers.quoting import code_span, head_at_boundary
+from ctxfold.summarizers.quoting import code_span, head_at_boundary, tail_at_boundary
 
 SHORTENED_PHRASE = "of this user message were cut here to fit the context window"
 """What every shortening marker says; a message holding it was shortened already."""
@@ -119,7 +119,7 @@ def shorten(text: str, item_id: int, keep_tokens: int, count: Callable[[str], in
         return None
     keep = max(32, len(text) * keep_tokens // max(tokens, 1))
     head = head_at_boundary(text, keep * 2 // 3)
-    tail = _cut_start(text, keep // 3)
+    tail = tail_at_boundary(text, keep // 3)
     cut = len(text) - len(head) - len(tail)
     if cut <= 0:
         return None
@@ -141,16 +141,3 @@ def shorten(text: str, item_id: int, keep_tokens: int, count: Callable[[str], in
         f"session log as log item {item_id}; recall it from there.{listed}]"
     )
     return f"{head}\n{marker}\n{tail}"
-
-
-def _cut_start(text: str, limit: int) -> str:
-    """The longest tail of `text` of at most `limit` characters, starting at a line or word
-    start when one falls in its first quarter."""
-    if limit <= 0:
-        return ""
-    start = len(text) - limit
-    for stop in ("\n", " "):
-        at = text.find(stop, start)
-        if 0 <= at <= start + limit // 4:
-            return text[at + 1 :].lstrip()
-    return text[start:]

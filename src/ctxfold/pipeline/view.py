@@ -59,13 +59,19 @@ class WorkingView:
     - `snapshot`: what the run read (items, counts, pins, the seq it reflects).
     - `target`: the tokens to get down to, in counter units.
     - `rules`: what may be given up and how summaries are written.
+    - `ceiling`: what a request may take and still be sent, in counter units; the last rung
+      (`CutToFit`) cuts the newest tool output only down to it. None, or anything under the
+      target: the target.
     """
 
-    def __init__(self, snapshot: Snapshot, target: int, rules: Rules) -> None:
+    def __init__(
+        self, snapshot: Snapshot, target: int, rules: Rules, *, ceiling: int | None = None
+    ) -> None:
         self.items: list[Item] = list(snapshot.items)
         self.counts: list[int] = list(snapshot.counts)
         self._messages = [item.message for item in self.items]
         self.target = target
+        self.ceiling = target if ceiling is None else max(target, ceiling)
         self.rules = rules
         self.fixed_tokens = snapshot.fixed_tokens
         """Tokens sent with every request that no strategy can shrink (tool schemas)."""

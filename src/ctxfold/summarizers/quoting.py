@@ -67,3 +67,18 @@ def head_at_boundary(text: str, limit: int) -> str:
         if at >= limit * 3 // 4:
             return text[:at].rstrip()
     return text[:limit]
+
+
+def tail_at_boundary(text: str, limit: int) -> str:
+    """The longest tail of `text` of at most `limit` characters, starting at a line or word
+    start when one falls in its first quarter (the other end of `head_at_boundary`)."""
+    if limit <= 0:
+        return ""
+    start = len(text) - limit
+    if start <= 0:
+        return text
+    for stop in ("\n", " "):
+        at = text.find(stop, start)
+        if 0 <= at <= start + limit // 4:
+            return text[at + 1 :].lstrip()
+    return text[start:]
