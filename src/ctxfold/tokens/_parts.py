@@ -11,7 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxfold.errors import InvalidInputError
 from ctxfold.messages import Message, ToolCall
+from ctxfold.messages._show import show
 
 
 def message_strings(message: Message) -> list[str]:
@@ -34,3 +36,12 @@ def tools_json(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     return [
         json.dumps(tool, ensure_ascii=False, separators=(",", ":"), default=str) for tool in tools
     ]
+
+
+def not_text(value: object) -> InvalidInputError:
+    """The error for a `count_text` of something that is not a string (None, bytes, a message):
+    a TypeError from deep in a tokenizer would not say which argument was wrong."""
+    return InvalidInputError(
+        f"count_text takes a str, not {type(value).__name__}: {show(value)}"
+        + ("; count a Message with count_message" if isinstance(value, Message) else "")
+    )

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from ctxfold.errors import InvalidInputError, MissingDependencyError
 from ctxfold.messages import Message
 from ctxfold.tokens._evict import evict_oldest
-from ctxfold.tokens._parts import call_strings, message_strings, tools_json
+from ctxfold.tokens._parts import call_strings, message_strings, not_text, tools_json
 from ctxfold.tokens._rust import rust_tokenizer
 from ctxfold.tokens.attachments import attachment_tokens
 
@@ -246,18 +246,24 @@ class TiktokenCounter:
         return self._encoding
 
     def count_text(self, text: str) -> int:
-        """Tokens of a bare string (remembered for a long one: see `LONG_TEXT_CHARS`)."""
-        size = len(text)
-        long = size >= LONG_TEXT_CHARS
-        if long:
-            known = self._long.get(text)
-            if known is not None:
-                return known
+        """Tokens of a bare string (remembered for a long one: see `LONG_TEXT_CHARS`); anything
+        else is an `InvalidInputError`."""
         try:
+            size = len(text)
+            long = size >= LONG_TEXT_CHARS
+            if long:
+                known = self._long.get(text)
+                if known is not None:
+                    return known
             tokens = self._fast(text)
         except UnicodeEncodeError:
             # A lone surrogate is not UTF-8, which the Rust tokenizer takes; tiktoken replaces it.
             tokens = self._encode_count(text)
+        except TypeError:
+            # Caught, not checked first: this runs for every string of every appended message.
+            if isinstance(text, str):
+                raise
+            raise not_text(text) from None
         if long and size <= self.remember_chars:
             self._remember(text, tokens)
         return tokens

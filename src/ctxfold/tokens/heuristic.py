@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxfold.messages import Message
-from ctxfold.tokens._parts import call_strings, message_strings, tools_json
+from ctxfold.tokens._parts import call_strings, message_strings, not_text, tools_json
 from ctxfold.tokens.attachments import attachment_tokens
 
 CHARS_PER_TOKEN = 4
@@ -49,6 +49,8 @@ class HeuristicCounter:
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string: its length divided by 4, rounded up."""
+        if not isinstance(text, str):
+            raise not_text(text)
         return _ceil_div(len(text))
 
     def count_message(self, message: Message) -> int:
