@@ -585,8 +585,12 @@ class Session:
         return made
 
     def _tally_for(self, counter: TokenCounter | str | None) -> Tally:
-        wanted = self._counter if counter is None else self._named(counter)
         tally = self._state.tally
+        if tally is not None and counter is tally.counter:
+            # The same counter object as last time, as a compactor passes at every check (two
+            # or three times a turn): nothing to check or look up.
+            return tally
+        wanted = self._counter if counter is None else self._named(counter)
         if tally is not None and (wanted is None or tally.counter is wanted):
             return tally
         self._counter = wanted or make_counter("auto")
