@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests._stores import drop_schema, fresh_schema_name
+from ctxfold.storage import StoreBase, open_store
+from tests._stores import ALL_KINDS, drop_schema, empty_store_url, fresh_schema_name
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "data" / "transcripts"
@@ -57,3 +58,17 @@ def pg_schema(postgres_url: str) -> Iterator[str]:
     name = fresh_schema_name()
     yield name
     drop_schema(postgres_url, name)
+
+
+@pytest.fixture(params=ALL_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL to an empty store of each kind: memory, a SQLite file, a fresh PostgreSQL schema
+    (a test module that needs other kinds defines its own)."""
+    yield from empty_store_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[StoreBase]:
+    """An empty store of each kind, open for the test."""
+    with open_store(store_url) as opened:
+        yield opened

@@ -4,8 +4,6 @@ refused as before."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,21 +12,8 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.events import Compaction, NewEvent
 from ctxfold.messages import Message, ToolCall
 from ctxfold.storage import StoreBase, open_store
-from tests._stores import ALL_KINDS, empty_store_url
 
 REFUSED = r"idempotency_key 'k' was already used for other events \(seqs 2 to 3\)"
-
-
-@pytest.fixture(params=ALL_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL to an empty store: memory, a SQLite file, or a fresh PostgreSQL schema."""
-    yield from empty_store_url(request.param, request, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[StoreBase]:
-    with open_store(store_url) as opened:
-        yield opened
 
 
 def _reply(extra: dict[str, Any]) -> NewEvent:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,22 +24,8 @@ from ctxfold.testing.counters import FixedCounter
 from ctxfold.testing.doubles import FunctionSummarizer
 from ctxfold.tokens import Budget, counter
 from tests._histories import agent_history
-from tests._stores import ALL_KINDS, empty_store_url
 
 COUNTER = FixedCounter()
-
-
-@pytest.fixture(params=ALL_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL to an empty store of each kind: memory, a SQLite file, a fresh PostgreSQL schema."""
-    yield from empty_store_url(request.param, request, tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[StoreBase]:
-    """An empty store of each kind."""
-    with open_store(store_url) as opened:
-        yield opened
 
 
 def conversation(store: StoreBase, name: str = "s") -> Session:

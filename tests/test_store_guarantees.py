@@ -22,15 +22,9 @@ from ctxfold.errors import InvalidInputError
 from ctxfold.events import NewEvent
 from ctxfold.messages import Message
 from ctxfold.storage import MAX_SESSION_ID_BYTES, StoreBase, open_store
-from tests._stores import ALL_KINDS, SHARED_KINDS, drop_schema, empty_store_url
+from tests._stores import SHARED_KINDS, drop_schema, empty_store_url
 
 SPAWN = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture(params=ALL_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL to an empty store: memory, a SQLite file, or a fresh PostgreSQL schema."""
-    yield from empty_store_url(request.param, request, tmp_path)
 
 
 @pytest.fixture(params=SHARED_KINDS)
