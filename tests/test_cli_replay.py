@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from _cli import WAYS, isolated_env, run_cli
-from ctxfold.messages import Message, write_jsonl
+from ctxfold.messages import Message, ToolCall, write_jsonl
 from ctxfold.testing.transcripts import generate
 
 REPLAY_KEYS = {
@@ -73,13 +73,22 @@ def test_replay_text_and_html_page(how: str, demo_file: Path, tmp_path: Path) ->
 
 
 def test_requests_over_the_window_are_named(tmp_path: Path) -> None:
-    """When the user's request alone is larger than the window (a pasted log; no rung shortens
-    the current request), the requests that took more than the window (a provider would refuse
-    each) are listed: in --json, on their own line of the text report, and as a figure on the
-    HTML page."""
-    path = tmp_path / "pasted.jsonl"
-    pasted = "\n".join(f"12:{i:02d} worker-{i} timeout after {i}s" for i in range(120))
-    write_jsonl(path, [*generate(seed=0, steps=60), Message("user", f"Why this?\n{pasted}")])
+    """When the newest step alone is larger than the window (a call writing a whole file: no
+    rung cuts what the model itself sent), the requests that took more than the window (a
+    provider would refuse each) are listed: in --json, on their own line of the text report, and
+    as a figure on the HTML page."""
+    path = tmp_path / "written.jsonl"
+    body = "\n".join(f"def handler_{i}(event):\n    return route(event, {i})" for i in range(150))
+    call = ToolCall("w1", "write_file", json.dumps({"path": "src/handlers.py", "content": body}))
+    write_jsonl(
+        path,
+        [
+            *generate(seed=0, steps=60),
+            Message("assistant", "", tool_calls=(call,)),
+            Message("tool", "written", tool_call_id="w1"),
+            Message("assistant", "Done."),
+        ],
+    )
     argv = ["replay", str(path), "--window", "1200"]
     data = json.loads(run_cli([*argv, "--json"], how="runner", home=tmp_path).stdout)
     over = [t["turn"] for t in data["turns"] if t["tokens"] > 1_200]

@@ -16,6 +16,7 @@ from ctxfold.messages import Message, ToolCall
 from ctxfold.messages.validity import validate
 from ctxfold.pipeline import CutToFit, Pipeline
 from ctxfold.pipeline.fit import FIT_PHRASE, cut_to
+from ctxfold.pipeline.user_messages import SHORTENED_PHRASE
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.tokens import Budget, counter
@@ -179,3 +180,67 @@ def test_a_cut_is_within_its_limit_and_keeps_both_ends(text: str, limit: int) ->
     head, _, tail = cut.partition("\n[")
     assert text.startswith(head.rstrip()) or head.startswith("[")
     assert text.rstrip().endswith(tail.split("cut]", 1)[1].strip())
+
+
+def pasted_session(lines: int) -> tuple[Session, str]:
+    """A request that pastes a whole log: the user's own words, larger than the window."""
+    request = "Why did the service stop? Here is the log:\n" + log_lines(lines)
+    session = MemoryStore().session("u")
+    session.append([Message("system", "You are an operations agent."), Message("user", request)])
+    return session, request
+
+
+@pytest.mark.guarantee("oversized-output-cut")
+def test_a_request_larger_than_the_window_keeps_its_head_and_tail() -> None:
+    """No request could ever send it whole; before the rung every compaction declined. It is
+    cut to the window, not to the trigger point: the user's words give up only what the
+    request cannot hold at all."""
+    session, request = pasted_session(1_500)
+    compactor = Compactor(BUDGET, counter=COUNTER)
+    assert compactor.compact(session).landed
+    assert BUDGET.trigger_tokens < compactor.estimate(session) <= BUDGET.window
+    [shown] = [m.text for m in session.messages() if m.role == "user"]
+    assert shown.startswith("Why did the service stop?") and shown.endswith("(errno 28)")
+    assert SHORTENED_PHRASE in shown and "log item 2;" in shown
+    recalled = session.recall(ref="log item 2", max_tokens=50_000)
+    assert recalled.seqs == (2,) and "app worker-0 ok id=700" in recalled.text
+    assert [e.data["message"]["content"] for e in session.events() if e.seq == 2] == [request]
+
+
+@pytest.mark.guarantee("oversized-output-cut")
+def test_the_users_words_are_cut_only_when_tool_output_cannot_make_room() -> None:
+    request = "Compare these two logs, line by line:\n" + log_lines(120, "web")
+    session = MemoryStore().session("b")
+    call = ToolCall(id="c1", name="cat", arguments='{"path": "db.log"}')
+    session.append(
+        [
+            Message("user", request),
+            Message("assistant", "", tool_calls=[call]),
+            Message("tool", log_lines(1_500, "db"), tool_call_id="c1"),
+        ]
+    )
+    compactor = Compactor(BUDGET, counter=COUNTER)
+    assert compactor.compact(session).landed
+    user, _, tool = session.messages()
+    assert user.text == request  # tool output alone made room
+    assert FIT_PHRASE in tool.text
+    assert compactor.estimate(session) <= BUDGET.trigger_tokens
+
+
+@pytest.mark.guarantee("oversized-output-cut")
+def test_a_request_within_the_window_stays_whole() -> None:
+    """Over the trigger point but within the window the request can be sent (its reply has
+    less room): the user's words stay whole."""
+    session, request = pasted_session(130)
+    compactor = Compactor(BUDGET, counter=COUNTER)
+    assert BUDGET.trigger_tokens < compactor.estimate(session) <= BUDGET.window
+    assert not compactor.compact(session).landed
+    assert [m.text for m in session.messages() if m.role == "user"] == [request]
+
+
+@pytest.mark.guarantee("oversized-output-cut")
+def test_overflow_recovery_cuts_a_pasted_request() -> None:
+    session, _ = pasted_session(1_500)
+    report = Compactor(BUDGET, counter=COUNTER).recover_from_overflow(session)
+    assert report.landed and report.tokens_after <= BUDGET.target_tokens
+    assert errors(session) == []

@@ -444,6 +444,9 @@ class Compactor:
             raise_failures=raise_failures,
             shrink=shrink,
             ceiling=ceiling if ceiling is not None or budget is None else budget.trigger_tokens,
+            # After an overflow (a ceiling given) the provider has refused what was under the
+            # window: the user's words may then be cut to the ceiling like the rest.
+            window=budget.window if ceiling is None and budget is not None else None,
         )
 
     def _counts_for(self, counter: TokenCounter) -> TextCounts:

@@ -72,6 +72,11 @@ class RunSettings:
     counts (a compactor gives its budget's trigger point): the last rung (`CutToFit`) cuts the
     newest tool output only down to it. None, or anything under the target: the target."""
 
+    window: int | None = None
+    """The most a request can hold at all, as the provider counts (a compactor gives its
+    budget's window, except after an overflow): the last rung cuts the user's words only to
+    get under it. None, or anything under the ceiling: the ceiling."""
+
     def ceiling_for(self, snapshot: Snapshot) -> int | None:
         """The ceiling of a run over `snapshot`, in provider tokens; `shrink` bounds it as it
         bounds the target, so that each overflow in a row asks for less."""
@@ -181,7 +186,8 @@ def plan(snapshot: Snapshot, settings: RunSettings) -> Generator[Step, Any, Plan
     ceiling = settings.ceiling_for(snapshot)
     ceiling = None if ceiling is None else snapshot.scaled(ceiling)
     target = snapshot.scaled(settings.target_for(snapshot))
-    view = WorkingView(snapshot, target, settings.rules, ceiling=ceiling)
+    window = None if settings.window is None else snapshot.scaled(settings.window)
+    view = WorkingView(snapshot, target, settings.rules, ceiling=ceiling, window=window)
     accounts = Accounts()
     tokens_before = view.total
     reason = settings.reason

@@ -1,4 +1,4 @@
-"""CutToFit: the last rung, for tool output too large to send even after everything else.
+"""CutToFit: the last rung, for what is too large to send even after everything else.
 
 Every other rung leaves the newest step alone: it is what the agent is reading now. But one
 output can be larger than the whole window (a log, a minified bundle, a directory listing), and
@@ -8,7 +8,10 @@ the request fits under the run's ceiling (the budget's trigger point: what may b
 for the reply). It only runs when nothing before it made enough room, cuts the largest outputs
 first and each only as far as needed (all of them down to one level, rather than one to
 nothing), and leaves a marker that names the call and the log event that keeps the whole
-output. A mask, so the log keeps the original and recall finds it.
+output. When tool output alone cannot make room and the request is larger than the window
+itself, the user's messages are cut the same way, the current request included, down to the
+window: such a request could never be sent whole. Masks, so the log keeps the originals and
+recall finds them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable
 from ctxfold.pipeline.clear import calls_by_result, gist
 from ctxfold.pipeline.proposals import MaskResults
 from ctxfold.pipeline.strategy import Flow
+from ctxfold.pipeline.user_messages import SHORTENED_PHRASE
 from ctxfold.pipeline.view import WorkingView
 from ctxfold.summarizers.quoting import head_at_boundary, tail_at_boundary
 
@@ -37,8 +41,11 @@ class CutToFit:
     The last rung of the default ladder: it runs only when clearing, summarizing, shortening
     and dropping could not make enough room, which happens when the newest step's output alone
     is too large. Outputs are cut to one common size, largest first, never below a marker
-    naming the call and the log event that holds the whole output; an output the application
-    pinned is never cut. A mask: the log keeps the original.
+    naming the call and the log event that holds the whole output. When that is not enough and
+    the view is larger than the window itself (`WorkingView.window`), the user's messages (the
+    current request too) are cut the same way, down to the window, each marker naming the log
+    item that holds the whole message. A message the application pinned is never cut. Masks:
+    the log keeps the originals.
 
     >>> CutToFit().name
     'cut_to_fit'
@@ -48,49 +55,101 @@ class CutToFit:
 
     def run(self, view: WorkingView) -> Flow:
         goal = view.ceiling
-        need = view.total - goal
-        if need <= 0:
+        if view.total <= goal:
             return "the view is within the ceiling: the newest output stays whole"
         pinned = view.app_pinned()
-        results = [
-            i
-            for i, item in enumerate(view.items)
-            if item.message.role == "tool" and not item.synthetic and i not in pinned
-        ]
-        level = _level(sorted((view.counts[i] for i in results), reverse=True), need)
         calls = calls_by_result(view)
-        chosen: dict[int, str] = {}
-        for index in results:
-            if view.counts[index] > level:
-                text = _cut_result(view, index, level, calls.get(index, ("tool", "")))
-                if text is not None:
-                    chosen[index] = text
-        if chosen:
-            yield MaskResults(chosen)
+
+        def result(index: int, level: int) -> str | None:
+            return _cut_result(view, index, level, calls.get(index, ("tool", "")))
+
+        yield from _cut(view, _positions(view, "tool", pinned), goal, result)
+        if view.total > view.window:
+            # Tool output alone could not make room, and the request cannot be sent at all:
+            # what is left is the user's own words (a pasted log, a whole file in the request).
+            # Over the ceiling but within the window they stay whole: the reply has less room,
+            # but the request goes.
+            def words(index: int, level: int) -> str | None:
+                return _cut_user(view, index, level)
+
+            yield from _cut(view, _positions(view, "user", pinned), view.window, words)
         if view.total > goal:
-            return "what is left over the ceiling is not tool output, or is pinned"
+            return (
+                "what is left over the ceiling is neither tool output nor the user's, or is pinned"
+            )
         return None
+
+
+def _positions(view: WorkingView, role: str, pinned: frozenset[int]) -> list[int]:
+    """The view positions of the messages of `role` this rung may cut: not summaries or notes,
+    and not pinned by the application."""
+    return [
+        i
+        for i, item in enumerate(view.items)
+        if item.message.role == role and not item.synthetic and i not in pinned
+    ]
+
+
+def _cut(
+    view: WorkingView, positions: list[int], goal: int, cut: Callable[[int, int], str | None]
+) -> Flow:
+    """One mask that cuts the messages at `positions` to one level (`cut(index, level)` makes
+    the new text), the largest first, so that the view gets down to `goal`."""
+    level = _level(sorted((view.counts[i] for i in positions), reverse=True), view.total - goal)
+    chosen: dict[int, str] = {}
+    for index in positions:
+        if view.counts[index] > level:
+            text = cut(index, level)
+            if text is not None:
+                chosen[index] = text
+    if chosen:
+        yield MaskResults(chosen)
+    return None
 
 
 def _cut_result(view: WorkingView, index: int, level: int, call: tuple[str, str]) -> str | None:
     """The original output at `index` cut so that its message weighs at most `level`."""
-    item = view.items[index]
     tool, arguments = call
     about = gist(arguments)
     named = f"{tool}({about})" if about else tool
-    call_id = item.message.tool_call_id or "?"
+    call_id = view.items[index].message.tool_call_id or "?"
+    item_id = view.items[index].id
 
     def marker(cut: int) -> str:
         return (
             f"[ctxfold: {cut:,} characters {FIT_PHRASE} (output of {named}, call {call_id}). "
-            f"The full output is kept in the session log as event {item.id}; recall it from "
+            f"The full output is kept in the session log as event {item_id}; recall it from "
             "there if the part cut matters.]"
         )
+
+    return _cut_item(view, index, level, marker)
+
+
+def _cut_user(view: WorkingView, index: int, level: int) -> str | None:
+    """The original user message at `index` cut so that it weighs at most `level`, marked as
+    `ShortenUserMessages` marks what it shortens (the same phrase, so it is not cut twice)."""
+    item_id = view.items[index].id
+
+    def marker(cut: int) -> str:
+        return (
+            f"[ctxfold: {cut:,} characters {SHORTENED_PHRASE}; the whole message is kept in the "
+            f"session log as log item {item_id}; recall it from there.]"
+        )
+
+    return _cut_item(view, index, level, marker)
+
+
+def _cut_item(
+    view: WorkingView, index: int, level: int, marker: Callable[[int], str]
+) -> str | None:
+    """The original text of the message at `index` (before any mask) cut by `cut_to`, weighed
+    as the whole message it will be sent in."""
+    item = view.items[index]
 
     def measure(text: str) -> int:
         return view.count(item.message.replace(content=text))
 
-    # An output not masked yet has its count in the view: it is not counted again.
+    # A message not masked yet has its count in the view: it is not counted again.
     tokens = view.counts[index] if item.unmasked is item.message else None
     return cut_to(item.unmasked.text, level, measure, marker, tokens=tokens)
 

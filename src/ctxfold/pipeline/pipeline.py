@@ -67,8 +67,9 @@ class Pipeline:
         first (old tool output, a harness's repeated nudges), the summarizer next, then the
         recent tail's output cleared and its oldest steps summarized, the user's messages past
         their bound shortened, dropping turns only when nothing else reached the target, and
-        last, when the newest output alone is too large to send, that output cut to fit. The
-        user's words within their bound are never summarized or dropped."""
+        last, when the newest output alone is too large to send, that output cut to fit (then
+        the user's words, when even that is not enough). The user's words within their bound are
+        never summarized or dropped."""
         return cls(
             [
                 ClearToolResults(),

@@ -62,16 +62,25 @@ class WorkingView:
     - `ceiling`: what a request may take and still be sent, in counter units; the last rung
       (`CutToFit`) cuts the newest tool output only down to it. None, or anything under the
       target: the target.
+    - `window`: the most a request can hold at all, in counter units; the last rung cuts the
+      user's words only to get under it. None, or anything under the ceiling: the ceiling.
     """
 
     def __init__(
-        self, snapshot: Snapshot, target: int, rules: Rules, *, ceiling: int | None = None
+        self,
+        snapshot: Snapshot,
+        target: int,
+        rules: Rules,
+        *,
+        ceiling: int | None = None,
+        window: int | None = None,
     ) -> None:
         self.items: list[Item] = list(snapshot.items)
         self.counts: list[int] = list(snapshot.counts)
         self._messages = [item.message for item in self.items]
         self.target = target
         self.ceiling = target if ceiling is None else max(target, ceiling)
+        self.window = self.ceiling if window is None else max(self.ceiling, window)
         self.rules = rules
         self.fixed_tokens = snapshot.fixed_tokens
         """Tokens sent with every request that no strategy can shrink (tool schemas)."""
