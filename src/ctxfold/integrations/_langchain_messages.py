@@ -174,6 +174,22 @@ def converted(message: Message) -> tuple[AnyMessage, bool]:
     return HumanMessage(content=message.text), False
 
 
+def logged_with(message: BaseMessage, content: Any) -> bool:
+    """Whether `message` holds `content` (the content of its stored form, as a store gives it
+    back) as `to_message` stores it: lone surrogates made U+FFFD, tuples read back as lists,
+    content blocks as plain data. False when its content is not JSON (it differs from anything
+    logged)."""
+    try:
+        held = _as_stored(message_to_dict(message)["data"].get("content"))
+        return bool(held == _as_stored(content))
+    except (TypeError, ValueError):
+        return False
+
+
+def _as_stored(value: Any) -> Any:
+    return json.loads(json.dumps(well_formed_data(value), ensure_ascii=False))
+
+
 def kept(message: Message) -> Mapping[str, Any] | None:
     stored = message.extra.get(NAMESPACE)
     return cast(Mapping[str, Any], stored) if isinstance(stored, Mapping) else None

@@ -16,7 +16,8 @@ from its result, whatever the window. New messages are logged before the model s
 a run's new user message when nothing has to be compacted: that goes in with the model's final
 answer, which is logged as the model returns it (one append a run, and no graph step of its own).
 What is logged is the graph state's messages: a message only the request holds (a middleware's
-per-call context) is sent, not logged; a removal from the state resets the projection to it.
+per-call context) is sent, not logged; a removal from the state, or a message replaced in it
+under the same id, brings the projection back to what the state holds.
 
 Needs the ``langchain`` extra: ``pip install 'ctxfold[langchain]'`` (langchain 1.2.11 or later, on
 langgraph 1.1.5 or later).
@@ -26,13 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ctxfold.errors import ConflictError, InvalidInputError, MissingDependencyError
-from ctxfold.events import NewEvent, Reset, Retraction
+from ctxfold.events import MESSAGE, Event, NewEvent, Reset, Retraction
 from ctxfold.integrations._common import (
     KEY,
     PerConversation,
@@ -263,7 +266,7 @@ class _Thread:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.index = SourceIndex()
+        self.index = _Index()
         self._views: dict[int, tuple[Message, Any, Any]] = {}
         """Per item id: its message; its LangChain form (`_SKIP` for the logged system prompt,
         None until needed for a state message); and its key in the graph state when it is a
@@ -277,6 +280,14 @@ class _Thread:
         """The source key of the last of those, to tell that the state still starts with them."""
         self._pending: list[Message] = []
         """What `ahead` left for `record_answer` to log with the model's answer."""
+        self._contents: list[Any] = []
+        """Per position of the graph state, up to the last message `_replaced` looked at: the
+        content the message there was logged with (or holds, when it is not logged yet)."""
+        self._aligned = 0
+        """How many leading `_contents` the last `_replaced` found the state to hold still."""
+        self._anchor: weakref.ref[Any] | None = None
+        """The state's message at the last of `_contents`, weakly: while the state holds that very
+        object there, its messages are the ones looked at before (the same run)."""
         self._lock = threading.Lock()
 
     @property
@@ -307,8 +318,12 @@ class _Thread:
             start = self._logged
             if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
                 return None
-            if self._unconfirmed_answer(messages if state is None else state):
+            observed = messages if state is None else state
+            if self._unconfirmed_answer(observed):
                 return None  # `record` takes it back first
+            if self._replaced(observed):
+                return None  # `record` follows the state first
+            self._checked_up_to(observed)
             new: list[Message] = []
             given: list[AnyMessage] = []
             for position in range(start, len(messages)):
@@ -342,7 +357,8 @@ class _Thread:
 
         The graph state only grows between model calls, so the messages up to the newest one
         this thread logged or found logged are not looked at again while that message is still
-        where it was: a call costs O(new messages)."""
+        where it was: a call costs O(new messages), but for a run's first, which reads each
+        message's content once to find one replaced in place (`_replaced`)."""
         try:
             self._record(messages, system, state, sent_to, look=False)
         except ConflictError:
@@ -364,6 +380,7 @@ class _Thread:
             new: list[Message | NewEvent] = []
             if system is not None and self.index.last_seq == 0:
                 new.append(with_source(conv.to_message(system, index=-1, sent_to=sent_to), SYSTEM))
+            observed = messages if state is None else state
             start = self._logged
             reset = False
             if not 0 < start <= len(messages) or _source(messages, start - 1) != self._newest:
@@ -372,18 +389,29 @@ class _Thread:
                 self._segments.forget()
                 reset = state is not None and self._removed(state)
             if reset:
-                assert state is not None
+                self._aligned = 0  # positions moved
+            replaced = [] if reset else self._replaced(observed)
+            retract = self._retractable(replaced, observed)
+            if replaced and retract is None:
+                reset = True  # replaced before the newest item, or inside a summary
+            if reset:
                 # The projection starts over from the state as it is now (the log keeps all).
                 new = [NewEvent.of(Reset())]
                 if system is not None:
                     new.append(
                         with_source(conv.to_message(system, index=-1, sent_to=sent_to), SYSTEM)
                     )
-                for position, message in enumerate(state):
-                    if not _answers_invalid_call(state, position):
-                        source = _source(state, position)
+                for position, message in enumerate(observed):
+                    if not _answers_invalid_call(observed, position):
+                        source = _source(observed, position)
                         converted = conv.to_message(message, index=position, sent_to=sent_to)
                         new.append(with_source(converted, source))
+            elif retract is not None:
+                # The newest item, replaced: taken back and logged again as the state holds it.
+                position = replaced[0]
+                converted = conv.to_message(observed[position], index=position, sent_to=sent_to)
+                new.append(NewEvent.of(Retraction(retract)))
+                new.append(with_source(converted, _source(observed, position)))
             for position in range(start, len(messages)):
                 message = messages[position]
                 source = _source(messages, position)
@@ -393,13 +421,14 @@ class _Thread:
                 if source not in self.index and not _answers_invalid_call(messages, position):
                     converted = conv.to_message(message, index=position, sent_to=sent_to)
                     new.append(with_source(converted, source))
-            lost = None if reset else self._lost_answer(messages if state is None else state)
+            lost = None if reset or retract is not None else self._lost_answer(observed)
             if lost is not None:
                 new.insert(0, NewEvent.of(Retraction(lost)))
             if new:
                 self.index.fold(self.session.append(new, expected_seq=expected))
             if messages:
                 self._logged, self._newest = len(messages), _source(messages, len(messages) - 1)
+            self._checked_up_to(observed)
 
     def record_answer(self, response: Any, position: int, sent_to: SentTo) -> None:
         """Log the model's answer in `response` (see `_answer`) now, rather than at the next
@@ -435,6 +464,86 @@ class _Thread:
                     if always:
                         raise
             self._pending = []
+
+    def _replaced(self, state: Sequence[Any]) -> list[int]:
+        """Positions in `state` (the graph state's messages) of the messages the log holds under
+        their id with other content: replaced in place (``update_state`` with the same id, a
+        middleware that returns an edited message under its id). A replacement is told by its
+        content (text or content blocks), compared with what the log holds.
+
+        While the state holds the objects looked at before (the same run: LangGraph keeps them
+        from step to step), only the messages after those are looked at, so a call costs O(new
+        messages). The first call of a run reads each message's content once and compares it,
+        by position, with `_contents` (C loops: attribute reads and a list comparison; nothing
+        converted, nothing decoded): the checkpointer hands each run fresh copies, and a
+        replacement written between runs may be any of them. So a middleware that replaces an
+        older message in the middle of a run is followed from the next run's first call."""
+        contents = self._contents
+        known = len(contents)
+        anchor = self._anchor() if self._anchor is not None else None
+        logged = self.index.content
+        try:
+            if 0 < known <= len(state) and state[known - 1] is anchor:
+                aligned = known
+            else:
+                aligned = min(known, len(state))
+                held = list(map(_CONTENT, state[:aligned]))
+                if held != contents[:aligned]:
+                    # Replaced, or moved (a message the projection does not show was removed):
+                    # from the first difference on, each message is matched by its id.
+                    aligned = next(i for i, a in enumerate(held) if a != contents[i])
+            tail = state[aligned:]
+            now = list(map(_CONTENT, tail))
+            was = list(map(logged.get, map(_ID, tail), now))  # a new message stands for itself
+        except (AttributeError, TypeError):
+            self._aligned = 0
+            return []  # not messages: `conv.to_message` names them when they are logged
+        self._aligned = aligned
+        if was == now:
+            return []
+        replaced: list[int] = []
+        for offset, (before, after) in enumerate(zip(was, now, strict=True)):
+            if before is after or before == after:
+                continue
+            if conv.logged_with(tail[offset], before):
+                # The same content in the form a store keeps (a surrogate, a tuple): from now
+                # on compared as the state holds it.
+                logged[tail[offset].id] = after
+            else:
+                replaced.append(aligned + offset)
+        return replaced
+
+    def _checked_up_to(self, state: Sequence[Any]) -> None:
+        """Every message of `state` is now as logged (or new): keep what each holds for the
+        next `_replaced`, from where the last one found a difference (O(new messages) inside a
+        run)."""
+        contents = self._contents
+        del contents[self._aligned :]
+        tail = state[self._aligned :]
+        try:
+            contents.extend(map(self.index.content.get, map(_ID, tail), map(_CONTENT, tail)))
+            self._anchor = weakref.ref(state[-1]) if state else None
+        except (AttributeError, TypeError):  # not messages: looked at in full each call
+            contents.clear()
+            self._anchor = None
+        self._aligned = len(contents)
+
+    def _retractable(self, replaced: Sequence[int], state: Sequence[Any]) -> int | None:
+        """The item id of the replaced message when it is the only one and the projection's
+        newest item, and no message logged after it follows it in `state`: a retraction and the
+        message as the state holds it then bring the projection to the state (an answer a
+        middleware rewrites after every model call costs two events a run, not a copy of the
+        thread). Else None, and a replacement resets the projection to the state."""
+        if len(replaced) != 1:
+            return None
+        position = replaced[0]
+        seq = self.index.seq_of.get(hashable(_source(state, position)))
+        items = self.session.items(fresh=False)
+        if seq is None or not items or items[-1].id != seq:
+            return None
+        if any(_source(state, after) in self.index for after in range(position + 1, len(state))):
+            return None
+        return seq
 
     def _removed(self, state: Sequence[Any]) -> bool:
         """Whether the graph state no longer holds a message the projection shows or stands for
@@ -522,6 +631,48 @@ class _Thread:
             segments.add(cast("AnyMessage", cached[1]))
         segments.done(items)
         return segments.render(messages)
+
+
+class _Index(SourceIndex):
+    """`SourceIndex` that also keeps the content each LangChain id was last logged with, read
+    from the stored message in the event's data as the event is folded (no message decoded for
+    it): what `_Thread._replaced` compares a state message with when it first looks at it (a
+    message logged before it was in the graph state, or by another process)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: dict[str, Any] = {}
+
+    def fold(self, events: Iterable[Event]) -> None:
+        super().fold(self._noting(events))
+
+    def _noting(self, events: Iterable[Event]) -> Iterator[Event]:
+        content = self.content
+        for event in events:
+            if event.type == MESSAGE:
+                found = _logged_content(event.data)
+                if found is not None:
+                    content[found[0]] = found[1]
+            yield event
+
+
+def _logged_content(data: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The LangChain id and content of the message a message event's `data` stores, or None for
+    one that has no id (logged by position), the system prompt, a summary or a note."""
+    message = data.get("message")
+    extra = message.get("extra") if isinstance(message, Mapping) else None
+    if not isinstance(extra, Mapping):
+        return None
+    kept, stored = extra.get(KEY), extra.get(conv.NAMESPACE)
+    source = kept.get("source") if isinstance(kept, Mapping) else None
+    fields = stored.get("data") if isinstance(stored, Mapping) else None
+    if not isinstance(source, str) or source == SYSTEM or not isinstance(fields, Mapping):
+        return None
+    return source, fields.get("content")
+
+
+_CONTENT = operator.attrgetter("content")
+_ID = operator.attrgetter("id")
 
 
 ANSWER = "answer"
