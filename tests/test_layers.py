@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ctxfold._assembled",
         "ctxfold._drive",
         "ctxfold._files",
+        "ctxfold._memo",
         "ctxfold._unicode",
         "ctxfold._version",
     ),

@@ -3,7 +3,7 @@ lines of a text together in one pass."""
 
 from __future__ import annotations
 
-from ctxfold.summarizers._memo import LineMemo
+from ctxfold._memo import LineMemo
 
 
 class _Upper:

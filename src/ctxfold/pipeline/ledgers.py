@@ -29,11 +29,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ctxfold._memo import IdentityMemo
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import LedgerParts, RecordedLedger
 from ctxfold.messages import Message
 from ctxfold.pipeline.view import WorkingView
-from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.ledger import Ledger, build_ledger, from_data, merge, render, to_data
 from ctxfold.summarizers.ledger.render import HEADING
 from ctxfold.summarizers.redact import redact_together, redacted
@@ -106,7 +106,10 @@ def ledger_section(
         item.id == task.seq and item.original is None and not item.synthetic for item in view.items
     ):
         ledger = ledger.without_task()
-    text = render(ledger, max_tokens, view.count_text, count_whole=view.count_lines)
+    # The run's counter itself when it remembers counts (`view.count_text` gives what it gives):
+    # the same at every compaction, so an entry weighed by one render is not weighed again.
+    count = view.rules.count_text or view.count_text
+    text = render(ledger, max_tokens, count, count_whole=view.count_lines)
     if not text.startswith(HEADING):
         return ""
     return CONTINUED + text[len(HEADING) :] if continued else text
@@ -241,7 +244,8 @@ def _merged(parts: LedgerParts) -> Ledger:
                 ledger = merge(ledger, piece)
             except InvalidInputError:
                 continue  # parts out of order (a log edited by hand): derived data, entries go
-    return ledger
+    # The ledger of a summary: the view's ledger at the next compaction is merged from it.
+    return ledger.folded()
 
 
 class _MadeLedgers:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from dataclasses import replace as replaced_copy
 from typing import Any
 
+from ctxfold._memo import IdentityMemo
 from ctxfold.errors import InvalidHistoryError
 from ctxfold.events import LEDGER_PARTS, Compaction, LedgerParts, Mask, MaskedItem, RecordedLedger
 from ctxfold.messages import Message
@@ -25,7 +26,6 @@ from ctxfold.pipeline.rules import Rules, SummaryRole
 from ctxfold.pipeline.user_words import Candidate, UserWords, select_user_words
 from ctxfold.session.projection import Item, SyntheticAt
 from ctxfold.session.snapshot import Snapshot
-from ctxfold.summarizers._memo import IdentityMemo
 from ctxfold.summarizers.redact import redacted_all
 from ctxfold.tokens.budget import user_words_bound
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeGuard
 
+from ctxfold._memo import IdentityMemo
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import MESSAGE, LedgerParts
 from ctxfold.messages import Message
@@ -86,7 +87,7 @@ class Encoder:
                     # nearly every item is one, and a checkpoint writes thousands at a time.
                     parts.append(f"[{item.id},{'null' if tokens is None else tokens}]")
                 else:
-                    parts.append(_dumps(_entry(item, tokens, altered)))
+                    parts.append(_entry_text(item, tokens, item.id in altered))
             self._chunks.append(",".join(parts))
             self._done = len(items)
         counter = fold.tally.counter.name if fold.tally is not None else fold.known_counter
@@ -103,24 +104,47 @@ class Encoder:
         return f'{head[:-1]},"items":[{",".join(self._chunks)}],{_dumps(rest)[1:]}'
 
 
-def _entry(item: Item, tokens: int | None, altered: set[int]) -> list[Any]:
-    if item.kind == "message" and item.covers is None and item.id not in altered:
+def _entry_text(item: Item, tokens: int | None, altered: bool) -> str:
+    """`_dumps` of the entry of `item` (`_entry`), remembered by the item's identity: a summary
+    stays in the view compaction after compaction, and each checkpoint writes it again."""
+    return _ENTRIES.get((item,), lambda: _dumps_entry(item, tokens, altered), (tokens, altered))
+
+
+def _dumps_entry(item: Item, tokens: int | None, altered: bool) -> str:
+    entry = _entry(item, tokens, altered)
+    if len(entry) == 2 or not isinstance(item.ledger, LedgerParts):
+        return _dumps(entry)
+    # The ledger in parts, each part's text remembered: the parts of the newest summary are
+    # mostly those of the one before it, by reference, and together they span the session.
+    # A JSON list is its items' texts joined by ",", so the text is the one `_dumps` gives.
+    ledger = ",".join(_leaf_text(leaf) for leaf in item.ledger.leaves())
+    return f"{_dumps(entry[:-1])[:-1]},[{ledger}]]"
+
+
+def _leaf_text(leaf: Mapping[str, Any]) -> str:
+    return _LEAVES.get((leaf,), lambda: _dumps(dict(leaf)))
+
+
+def _entry(item: Item, tokens: int | None, altered: bool) -> list[Any]:
+    """The entry of `item` in a checkpoint; a ledger kept in parts is left for the caller."""
+    if item.kind == "message" and item.covers is None and not altered:
         return [item.id, tokens]
     covers = list(item.covers) if item.covers is not None else None
     message = item.message.to_dict()
     # A masked result's original is its own event's message: referred to, not copied.
     masked = item.original is not None
     held = list(item.identifiers) if item.identifiers is not None else None
-    ledger: dict[str, Any] | list[dict[str, Any]] | None = None
-    if isinstance(item.ledger, LedgerParts):
-        ledger = [dict(part) for part in item.ledger.leaves()]
-    elif item.ledger is not None:
-        ledger = dict(item.ledger)
+    ledger = dict(item.ledger) if isinstance(item.ledger, Mapping) else None
     return [item.id, tokens, item.kind, item.key, covers, message, masked, held, ledger]
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# Items and recorded ledger parts are immutable: their text never goes stale.
+_ENTRIES: IdentityMemo[str] = IdentityMemo(maxsize=4_096)
+_LEAVES: IdentityMemo[str] = IdentityMemo(maxsize=16_384)
 
 
 def load(store: StoreBase, session_id: str) -> Fold | None:

@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ctxfold._memo import IdentityMemo, LineMemo
 from ctxfold.messages import Message
 from ctxfold.messages.escapes import escape_controls
 from ctxfold.summarizers._lines import matches, token_matches
-from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 from ctxfold.summarizers.quoting import code_span
 
 Kind = Literal["error", "path", "command", "url", "id", "hash"]

@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 
+from ctxfold._memo import IdentityMemo, LineMemo
 from ctxfold.messages import Message
 from ctxfold.summarizers._lines import sub_lines
-from ctxfold.summarizers._memo import IdentityMemo, LineMemo
 
 Redactor = Callable[[str], str]
 """Takes text (a summary, a record to send) and returns it with secrets replaced."""

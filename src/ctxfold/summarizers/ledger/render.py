@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,11 @@ class _Entry:
     # (text, text + "\n") for each way to show it, longest first: what is weighed is the line
     # with its newline, made once per entry rather than once per render that weighs it.
     options: tuple[tuple[str, str], ...] = field(init=False)
+    # The counter that last weighed the lines of `options`, and what it found: an entry is
+    # shared by the renders that show it, and each weighs every entry of its ledger.
+    weighed: tuple[Callable[[str], int], tuple[int, ...]] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         full = (self.full, self.full + "\n")
@@ -94,8 +100,7 @@ def render(
     )
     if count(heading) > max_tokens:
         return ""
-    entries = _entries(ledger)
-    titles = {section: _section_title(section, ledger) for section in _SECTIONS}
+    entries, titles = _ranked(ledger)
     title_costs = {section: count(f"\n{title}\n") for section, title in titles.items()}
     footer_reserve = count("\n" + _footer(10**6, span, roomy))
     available = max_tokens - count(heading) - footer_reserve
@@ -103,14 +108,20 @@ def render(
     opened: set[str] = set()
     used = 0
     task_budget = max_tokens // 4 if task_tokens is None else max(0, task_tokens)
-    for entry in sorted(entries, key=_RANK):
+    for entry in entries:
         header = 0 if entry.section in opened else title_costs[entry.section]
         options = entry.options
         if entry.section == "Task":
             text = _task_text(ledger, min(task_budget, available - used - header), count)
             options = ((text, text + "\n"),) if text else ()
-        for text, line in options:
-            cost = header + count(line)
+            weights: tuple[int, ...] = tuple(count(line) for _, line in options)
+        else:
+            weighed = entry.weighed  # one read: another thread may weigh it meanwhile
+            if weighed is None or weighed[0] is not count:
+                weighed = entry.weighed = (count, tuple(count(line) for _, line in options))
+            weights = weighed[1]
+        for (text, _), weight in zip(options, weights, strict=True):
+            cost = header + weight
             if used + cost <= available:
                 chosen.append((entry, text))
                 opened.add(entry.section)
@@ -127,21 +138,47 @@ def render(
         chosen.remove(max(chosen, key=lambda pair: pair[0].rank))
 
 
+def _ranked(ledger: Ledger) -> tuple[tuple[_Entry, ...], dict[str, str]]:
+    """The entries of `ledger` in the order they are kept, and its section titles; the last
+    few remembered, found again from an equal ledger: a compaction renders the same ledger
+    more than once (at another budget, or merged again from the same parts), and comparing
+    two ledgers that share their values is one C-level walk."""
+    key = (ledger.first_seq, ledger.last_seq, len(ledger.commands), len(ledger.decisions))
+    with _RANKED_LOCK:
+        found = _RANKED.get(key)
+    if found is not None and (found[0] is ledger or found[0] == ledger):
+        return found[1], found[2]
+    ranked = tuple(sorted(_entries(ledger), key=_RANK))
+    titles = {section: _section_title(section, ledger) for section in _SECTIONS}
+    with _RANKED_LOCK:
+        _RANKED.pop(key, None)
+        _RANKED[key] = (ledger, ranked, titles)
+        if len(_RANKED) > _MAX_RANKED:
+            del _RANKED[next(iter(_RANKED))]
+    return ranked, titles
+
+
+_RANKED: dict[tuple[object, ...], tuple[Ledger, tuple[_Entry, ...], dict[str, str]]] = {}
+_RANKED_LOCK = threading.Lock()
+_MAX_RANKED = 16
+
+
 def _entries(ledger: Ledger) -> list[_Entry]:
     out: list[_Entry] = []
     if ledger.task is not None:
         out.append(_Entry("Task", (0,), (1,), ""))
-    for index, entry in enumerate(ledger.files()):
-        out.append(_file_entry(index, entry))
-    for error in ledger.errors():
-        out.append(_error_entry(error))
+    out += map(_file_entry, range(len(files := ledger.files())), files)
+    out += map(_error_entry, ledger.errors())
     # The newest changed file, then the newest open error, go in before anything else, so that
-    # even the smallest budget shows one of each when it can.
+    # even the smallest budget shows one of each when it can. Entries are shared with other
+    # renders (see `_remembered`): the newest is shown by a copy.
     for section in ("Files changed", "Errors still open"):
-        firsts = [e for e in out if e.section == section and e.rank[0] == 0]
+        firsts = [i for i, e in enumerate(out) if e.section == section and e.rank[0] == 0]
         if firsts:
-            newest = min(firsts, key=lambda e: e.rank)
-            newest.rank = (0, -1, 0) if section == "Files changed" else (0, 0, 0)
+            at = min(firsts, key=lambda i: out[i].rank)
+            newest = out[at]
+            rank = (0, -1, 0) if section == "Files changed" else (0, 0, 0)
+            out[at] = _Entry(newest.section, newest.order, rank, newest.full, newest.short)
     latest_test: dict[str, int] = {}
     for command in ledger.tests():
         latest_test[command.test or ""] = command.seq
@@ -150,8 +187,7 @@ def _entries(ledger: Ledger) -> list[_Entry]:
             continue
         if command.test is not None and command.result is not None:
             latest = latest_test.get(command.test) == command.seq
-            rank = (2, -command.seq) if latest else (5, -command.seq)
-            out.append(_Entry("Tests", (command.seq,), rank, _test_line(command)))
+            out.append(_test_entry(command, latest))
             continue
         out.append(_command_entry(command))
     seen: dict[str, int] = {}
@@ -222,7 +258,57 @@ _COMMAND_ENTRIES: dict[int, tuple[Command, _Entry]] = {}
 _MAX_REMEMBERED = 65_536
 
 
+def _remembered(
+    memo: dict[tuple[int, object], tuple[object, _Entry]],
+    value: object,
+    tag: object,
+    make: Callable[[], _Entry],
+) -> _Entry:
+    """The entry made for `value` (an immutable ledger value, by identity) and `tag`, else
+    `make()`, remembered: a ledger is rendered again at every compaction, and most of its
+    values are the same objects as at the render before (merging keeps them, and the files
+    and errors a view's ledger folds on from are those of the summary's ledger before it).
+    An entry is shared by the renders that show it, so it is never changed."""
+    key = (id(value), tag)
+    found = memo.get(key)
+    if found is not None and found[0] is value:
+        return found[1]
+    made = make()
+    if len(memo) >= _MAX_REMEMBERED:
+        memo.clear()  # bounded; starting afresh costs one formatting of each again
+    # Holding the value keeps its id from being reused while the entry lives.
+    memo[key] = (value, made)
+    return made
+
+
+_FILE_ENTRIES: dict[tuple[int, object], tuple[object, _Entry]] = {}
+_ERROR_ENTRIES: dict[tuple[int, object], tuple[object, _Entry]] = {}
+_TEST_ENTRIES: dict[tuple[int, object], tuple[object, _Entry]] = {}
+
+
 def _file_entry(index: int, entry: FileEntry) -> _Entry:
+    """The entry of the `index`-th file of a ledger (remembered)."""
+    return _remembered(_FILE_ENTRIES, entry, index, lambda: _make_file_entry(index, entry))
+
+
+def _error_entry(error: ErrorEntry) -> _Entry:
+    """An error's entry, remembered by its command and when it was resolved: all it shows."""
+    return _remembered(
+        _ERROR_ENTRIES, error.command, error.resolved_seq, lambda: _make_error_entry(error)
+    )
+
+
+def _test_entry(command: Command, latest: bool) -> _Entry:
+    """A test run's entry, kept before older runs when it is the `latest` of its test."""
+
+    def make() -> _Entry:
+        rank = (2, -command.seq) if latest else (5, -command.seq)
+        return _Entry("Tests", (command.seq,), rank, _test_line(command))
+
+    return _remembered(_TEST_ENTRIES, command, latest, make)
+
+
+def _make_file_entry(index: int, entry: FileEntry) -> _Entry:
     last = entry.seqs[-1]
     path = _code(entry.path)
     if entry.status == "read":
@@ -237,7 +323,7 @@ def _file_entry(index: int, entry: FileEntry) -> _Entry:
     return _Entry("Files changed", (entry.seqs[0], index), rank, line, short)
 
 
-def _error_entry(error: ErrorEntry) -> _Entry:
+def _make_error_entry(error: ErrorEntry) -> _Entry:
     command = error.command
     result = command.result
     seq = result.seq if result else command.seq

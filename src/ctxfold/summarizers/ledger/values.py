@@ -5,14 +5,17 @@ A `Ledger` stores only what the log said, in log order: the task, every tool cal
 the commands when asked for (`files()`, `errors()`, `tests()`), so merging two ledgers is
 concatenation plus two small fix-ups at the seam (a result whose call is in the first ledger, an
 editor ``edit`` of the file the first ledger opened). That is what makes `merge` associative and
-the ledger of a whole log equal to the merge of the ledgers of its parts.
+the ledger of a whole log equal to the merge of the ledgers of its parts. Files and errors are
+folds over the commands: a ledger merged onto one that worked them out (`Ledger.folded`) folds on
+from there, so the ledger a view renders at each compaction, the summary's ledger and a few
+messages, costs those messages rather than the whole session again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 from ctxfold.errors import InvalidInputError
 
@@ -197,15 +200,51 @@ class Ledger:
     def files(self) -> tuple[FileEntry, ...]:
         """Every file touched, by first appearance; see `FileEntry` for the status rule."""
         if "files" not in self._derived:
-            self._derived["files"] = tuple(_fold_files(self.commands))
+            self._derived["files"] = tuple(self._file_state().values())
         return cast("tuple[FileEntry, ...]", self._derived["files"])
 
     def errors(self) -> tuple[ErrorEntry, ...]:
         """For each command or test target that ever failed: its last failure and whether a
         later run succeeded; in the order of their last failure."""
         if "errors" not in self._derived:
-            self._derived["errors"] = tuple(_fold_errors(self.commands))
+            failed, passed = self._error_state()
+            self._derived["errors"] = tuple(_error_entries(failed, passed))
         return cast("tuple[ErrorEntry, ...]", self._derived["errors"])
+
+    def folded(self) -> Ledger:
+        """This ledger, its files and errors worked out now: a ledger that others are merged
+        onto (a summary's) is worked out once, and every ledger merged from it folds on from
+        it, a few commands at a time, instead of all of them again."""
+        self._file_state()
+        self._error_state()
+        return self
+
+    def _file_state(self) -> _FileState:
+        """Path -> its entry so far, by first appearance: `files()` before it is a tuple, and
+        what a ledger merged after this one folds on from (see `merge`)."""
+        state = cast("_FileState | None", self._derived.get("file_state"))
+        if state is None:
+            base = cast("tuple[int, _FileState] | None", self._derived.pop("file_base", None))
+            if base is None:
+                state = _fold_files({}, self.commands)
+            else:
+                state = _fold_files(dict(base[1]), self.commands[base[0] :])
+            self._derived["file_state"] = state
+        return state
+
+    def _error_state(self) -> _ErrorState:
+        """The last failure of each error key and the last success of each, as `errors()`
+        folds them: what a ledger merged after this one folds on from (see `merge`)."""
+        state = cast("_ErrorState | None", self._derived.get("error_state"))
+        if state is None:
+            base = cast("tuple[int, _ErrorState] | None", self._derived.pop("error_base", None))
+            if base is None:
+                state = _fold_errors({}, {}, self.commands)
+            else:
+                failed, passed = base[1]
+                state = _fold_errors(dict(failed), dict(passed), self.commands[base[0] :])
+            self._derived["error_state"] = state
+        return state
 
     def tests(self) -> tuple[Command, ...]:
         """Every test run with a result, in log order."""
@@ -222,6 +261,21 @@ class Ledger:
         out = replace(self, task=None)
         out._derived.update(self._derived)
         return out
+
+    def _file_fold(self) -> tuple[int, _FileState] | None:
+        """How many of its commands a file fold took in, and its state: worked out, or the
+        one it is to fold on from; None when neither is known."""
+        state = cast("_FileState | None", self._derived.get("file_state"))
+        if state is not None:
+            return len(self.commands), state
+        return cast("tuple[int, _FileState] | None", self._derived.get("file_base"))
+
+    def _error_fold(self) -> tuple[int, _ErrorState] | None:
+        """As `_file_fold`, for the errors."""
+        state = cast("_ErrorState | None", self._derived.get("error_state"))
+        if state is not None:
+            return len(self.commands), state
+        return cast("tuple[int, _ErrorState] | None", self._derived.get("error_base"))
 
     def _waiting(self) -> dict[str, int]:
         """Call id -> index of the latest command with that id, if it still waits for its
@@ -250,9 +304,12 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
             f"cannot merge ledgers out of order: the second starts at log item "
             f"{second.first_seq}, at or before item {first.last_seq} where the first ends"
         )
+    if not first.commands:
+        return _onto_no_commands(first, second)
     commands = list(first.commands)
     waiting = dict(first._waiting())
     orphans = list(first.orphans)
+    answered = len(commands)  # the first of `first`'s commands a result of `second` changes
     # A result of `second` answers a waiting call of `first` only if no call of `second` with
     # its id came before it: that call hides the older one, as it does while building (a
     # result for an id reused and answered already stays an orphan).
@@ -271,6 +328,7 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
             orphans.append(result)
         else:
             commands[index] = replace(commands[index], result=result)
+            answered = min(answered, index)
     opened = first.open_file()
     for command in _bind_edits(second.commands, opened):
         # The later call with an id decides whether that id waits, as in `_waiting`.
@@ -293,6 +351,35 @@ def merge(first: Ledger, second: Ledger) -> Ledger:
     second_opened = second.open_file()
     merged._derived["waiting"] = waiting
     merged._derived["open"] = second_opened if second_opened is not None else opened
+    # Files and errors are folded on from what `first` folded (or was to fold on from), so
+    # that a view's ledger, the summary's before it and a few messages, costs those messages:
+    # only when no result of `second` changed a command that fold took in. Left until asked.
+    for name, fold in (("file", first._file_fold), ("error", first._error_fold)):
+        base = fold()
+        if base is not None and base[0] <= answered:
+            merged._derived[f"{name}_base"] = base
+    return merged
+
+
+def _onto_no_commands(first: Ledger, second: Ledger) -> Ledger:
+    """`merge(first, second)` for a `first` that holds no command (the task before a summary):
+    no call waits for a result of `second` and no edit is bound, so the commands are
+    `second`'s as they are, and so is what is worked out from them; no walk of them."""
+    merged = Ledger(
+        task=first.task or second.task,
+        commands=second.commands,
+        decisions=first.decisions + second.decisions,
+        orphans=first.orphans + second.orphans,
+        first_seq=first.first_seq,
+        last_seq=second.last_seq,
+    )
+    derived = merged._derived
+    derived["waiting"] = second._waiting()  # shared, as every ledger's: copied to be changed
+    derived["open"] = second.open_file()
+    for name, fold in (("file", second._file_fold), ("error", second._error_fold)):
+        base = fold()
+        if base is not None:
+            derived[f"{name}_base"] = base
     return merged
 
 
@@ -327,30 +414,45 @@ def _bind_edits(commands: tuple[Command, ...], open_file: str | None) -> Iterato
         yield replace(command, ops=tuple(ops))
 
 
-def _fold_files(commands: tuple[Command, ...]) -> Iterator[FileEntry]:
+def _fold_files(state: _FileState, commands: tuple[Command, ...]) -> _FileState:
+    """`state` (path -> entry so far, by first appearance; changed in place) with `commands`
+    folded in: every file they touch, the status rule of `FileEntry`. From ``{}`` it is the
+    whole fold of a ledger; from a copy of another ledger's state, the fold on from it (see
+    `merge`), costing the commands since: entries are immutable, so one they do not touch is
+    shared with the state folded on from."""
     # Mutable while folding, so that a file touched k times costs O(k), not O(k²).
-    state: dict[str, tuple[bool, list[bool | None], list[int], list[int], list[str]]] = {}
+    touched: dict[str, tuple[bool, list[bool | None], list[int], list[int], list[str]]] = {}
     for command in commands:
         if not command.applied:
             continue
         for op in command.ops:
             if op.path is None:
                 continue
-            write = op.kind != "read"
-            entry = state.get(op.path)
+            entry = touched.get(op.path)
             if entry is None:
-                # Whether it existed before the first operation: only a whole write says no.
-                entry = (op.kind != "create", [None], [], [0], [op.via])
-                state[op.path] = entry
+                before = state.get(op.path)
+                if before is None:
+                    # Whether it existed before the first operation: only a whole write says no.
+                    entry = (op.kind != "create", [None], [], [0], [op.via])
+                else:
+                    entry = (
+                        before.existed,
+                        [before.exists],
+                        list(before.seqs),
+                        [before.writes],
+                        [before.via],
+                    )
+                touched[op.path] = entry
             _existed, exists, seqs, writes, via = entry
             if not seqs or seqs[-1] != command.seq:
                 seqs.append(command.seq)
-            if write:
+            if op.kind != "read":
                 exists[0] = op.kind != "delete"
                 writes[0] += 1
                 via[0] = op.via
-    for path, (existed, exists, seqs, writes, via) in state.items():
-        yield FileEntry(path, existed, exists[0], tuple(seqs), writes[0], via[0])
+    for path, (existed, exists, seqs, writes, via) in touched.items():
+        state[path] = FileEntry(path, existed, exists[0], tuple(seqs), writes[0], via[0])
+    return state
 
 
 def _error_key(command: Command) -> str:
@@ -361,9 +463,11 @@ def _error_key(command: Command) -> str:
     return command.key
 
 
-def _fold_errors(commands: tuple[Command, ...]) -> Iterator[ErrorEntry]:
-    failed: dict[str, Command] = {}
-    passed: dict[str, int] = {}
+def _fold_errors(
+    failed: dict[str, Command], passed: dict[str, int], commands: tuple[Command, ...]
+) -> _ErrorState:
+    """`failed` and `passed` (copies, changed in place) with `commands` folded in: the last
+    failure of each key, in the order of their last failure, and the last success of each."""
     for command in commands:
         if command.result is None or command.kind == "note":
             continue
@@ -373,7 +477,15 @@ def _fold_errors(commands: tuple[Command, ...]) -> Iterator[ErrorEntry]:
             failed[key] = command
         else:
             passed[key] = max(passed.get(key, 0), command.result.seq)
+    return failed, passed
+
+
+def _error_entries(failed: dict[str, Command], passed: dict[str, int]) -> Iterator[ErrorEntry]:
     for key, command in failed.items():
         seq = command.result.seq if command.result else command.seq
         ok = passed.get(key)
         yield ErrorEntry(key, command, ok if ok is not None and ok > seq else None)
+
+
+_FileState: TypeAlias = "dict[str, FileEntry]"
+_ErrorState: TypeAlias = "tuple[dict[str, Command], dict[str, int]]"

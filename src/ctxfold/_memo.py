@@ -1,7 +1,10 @@
 """Bounded memos that let the compaction pipeline do each piece of work once however many
 compactions ask for it again: `IdentityMemo` by the identity of immutable objects (a message's
 identifiers, its redacted copy, its work ledger), `LineMemo` by line (what a line-local scan
-found in each line of the summaries and ledgers that repeat one another's lines)."""
+found in each line of the summaries and ledgers that repeat one another's lines).
+
+In the lowest layer, beside the error tree: the session's checkpoints use them as well as the
+summarizers and the pipeline, and they depend on nothing of ctxfold."""
 
 from __future__ import annotations
 
