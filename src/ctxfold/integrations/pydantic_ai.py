@@ -10,8 +10,9 @@ the ctxfold session named by ``ctx.conversation_id``, compacting first when the 
 New messages are logged before the model sees them, except a run's new prompt when nothing has to
 be compacted: that goes in with the run's last response when the run ends, one append a run.
 Only what this one request sends changes: `result.all_messages()` still returns every message,
-and a tool call is never separated from its return. After a context-overflow error it recovers
-and makes one more attempt.
+and a tool call is never separated from its return. What an earlier capability added to or
+changed in this one request is sent where it put it and never logged (`_split`, `_sent`). After a
+context-overflow error it recovers and makes one more attempt.
 
 Needs the ``pydantic-ai`` extra: ``pip install 'ctxfold[pydantic-ai]'`` (pydantic-ai-slim 2.64 or
 later, on Python 3.11 or later).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import operator
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -121,24 +123,32 @@ class CtxfoldCapability(AbstractCapability[Any]):
         The first request of a run that continues the log, when no compaction is due, goes
         ahead from what the session holds, with no look at the store: the new prompt is logged
         together with the response when the run ends (`after_run`), one trip to a worker thread
-        and one append for the run (see `_Conversation.ahead`)."""
+        and one append for the run (see `_Conversation.ahead`).
+
+        The run's history (``ctx.messages``) is what is logged: a capability listed before this
+        one may have added messages to this request, or replaced some, and those are sent where
+        it put them, never logged (`_split`, `_sent`)."""
+        history, extras = _split(request_context.messages, ctx.messages)
         known = self._conversations.known(ctx.conversation_id)
         sent_to = _sent_to(request_context.model)
         if known is not None:
-            ahead = known.ahead(request_context.messages, self.compactor, sent_to)
+            ahead = known.ahead(history, self.compactor, sent_to)
             if ahead is request_context.messages:
+                known.extras = extras
                 return request_context  # the projection is the history as given
             if ahead is not None:
-                return dataclasses.replace(request_context, messages=ahead)
+                known.extras = extras
+                return dataclasses.replace(request_context, messages=_sent(ahead, extras, history))
         # One trip to a worker thread when no compaction is due, the usual case.
         conversation, messages = await asyncio.to_thread(
-            self._prepare, ctx.conversation_id, request_context.messages, sent_to
+            self._prepare, ctx.conversation_id, history, sent_to
         )
+        conversation.extras = extras
         if messages is None:
             assert self.compactor is not None
             await self.compactor.amaybe_compact(conversation.session)
             messages = await asyncio.to_thread(conversation.projection)
-        return dataclasses.replace(request_context, messages=messages)
+        return dataclasses.replace(request_context, messages=_sent(messages, extras, history))
 
     async def after_run(
         self, ctx: RunContext[Any], *, result: AgentRunResult[Any]
@@ -170,12 +180,14 @@ class CtxfoldCapability(AbstractCapability[Any]):
     async def prepare_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """On the attempt after a recovery, send the recovered projection."""
+        """On the attempt after a recovery, send the recovered projection, with what an earlier
+        capability added to the request put back where it was."""
         if request_context.attempt == 1:
             return request_context
         conversation = await asyncio.to_thread(self._conversation, ctx.conversation_id)
         messages = await asyncio.to_thread(conversation.projection)
-        return dataclasses.replace(request_context, messages=messages)
+        sent = _sent(messages, conversation.extras, conversation.history)
+        return dataclasses.replace(request_context, messages=sent)
 
     def get_toolset(self) -> AbstractToolset[Any] | None:
         """The `recall` given at construction as a tool bound to the run's conversation."""
@@ -261,6 +273,8 @@ class _Conversation:
         """(seq, n): while the session's last seq is seq, the projection is exactly the
         history's first n messages, each the history's own object: a request then sends the
         history as it is, with nothing projected (`ahead`)."""
+        self.extras = _Extras()
+        """What the last request carried that the history does not (`_split`)."""
         self._lock = threading.Lock()
 
     @property
@@ -514,6 +528,78 @@ class _Conversation:
         if position not in self._split:
             self._split[position] = len(conv.to_messages(self._history[position], index=position))
         return position if self._split[position] == len(group) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Extras:
+    """What a request carries that the run's history does not, put there by a capability
+    listed before this one for this request only (`_split`).
+
+    - `added`: each added message with the history position it follows (-1: the start).
+    - `replaced`: the ids of the history messages the request carries another message in place
+      of (a system prompt rewritten for this request)."""
+
+    added: tuple[tuple[int, ModelMessage], ...] = ()
+    replaced: frozenset[int] = frozenset()
+
+
+def _split(messages: Sequence[Any], history: Sequence[Any]) -> tuple[Sequence[Any], _Extras]:
+    """The history to log and the request's own messages (`_Extras`), from the request's
+    messages and the run's history (``ctx.messages``).
+
+    With no capability ahead that edits the request, its messages are the history's own
+    objects, in order: they are the history, and nothing is looked at twice. Messages equal to
+    the history's, one for one, are the history too (copies of it, as a run context rebuilt from
+    serialized messages would hold)."""
+    if len(messages) == len(history) and (
+        all(map(operator.is_, messages, history)) or all(map(operator.eq, messages, history))
+    ):
+        return messages, _Extras()
+    where = {id(m): position for position, m in enumerate(history)}
+    added: list[tuple[int, ModelMessage]] = []
+    carried: set[int] = set()
+    after = -1
+    for message in messages:
+        position = where.get(id(message))
+        if position is None:
+            added.append((after, message))
+        else:
+            carried.add(position)
+            after = position
+    # A history message left out with an added one in its gap was replaced for this request: the
+    # model gets the replacement alone. One left out with nothing in its place is still sent.
+    gaps = {position + 1 for position, _ in added}
+    replaced = frozenset(
+        id(history[p]) for p in range(len(history)) if p not in carried and p in gaps
+    )
+    return history, _Extras(tuple(added), replaced)
+
+
+def _sent(
+    projected: list[ModelMessage], extras: _Extras, history: Sequence[Any]
+) -> list[ModelMessage]:
+    """What the model is sent: `projected` with the request's own messages (`_split`) put back,
+    each after the history message it followed, or after the nearest earlier one still projected
+    as that very message (else at the start; after the newest, at the end), and without the
+    history messages they replaced. A projected message that compaction rewrote is not the
+    history's object, so a replaced one compacted into a summary stays as the log has it."""
+    if not extras.added:
+        return projected
+    at = {id(m): index for index, m in enumerate(projected)}
+    slots: dict[int, list[ModelMessage]] = {}
+    newest = len(history) - 1
+    for position, message in extras.added:
+        slot = len(projected) - 1 if position == newest else None
+        while slot is None and position >= 0:
+            slot = at.get(id(history[position]))
+            position -= 1
+        slots.setdefault(-1 if slot is None else slot, []).append(message)
+    out = list(slots.get(-1, ()))
+    for index, message in enumerate(projected):
+        if id(message) not in extras.replaced:
+            out.append(message)
+        out.extend(slots.get(index, ()))
+    return out
 
 
 def _sent_to(model: Any) -> SentTo:
