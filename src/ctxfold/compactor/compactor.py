@@ -379,8 +379,9 @@ class Compactor:
             return self._flow(
                 "overflow", target=0, pipeline=clear, ceiling=target, shrink=OVERFLOW_SHRINK
             )
-        # No ceiling above the target: the provider has just refused a request under it.
-        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK, ceiling=0)
+        # The ceiling is the target itself: the provider has just refused a request under the
+        # trigger point, and even the user's words may be cut to get under the target.
+        return self._flow("overflow", target, shrink=OVERFLOW_SHRINK, ceiling=target)
 
     def _flow(
         self,
