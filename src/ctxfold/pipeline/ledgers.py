@@ -132,6 +132,10 @@ def record_ledger(view: WorkingView, start: int, end: int, ledger: Ledger) -> Re
     holds already; else the whole ledger's data (`ledger_data`). Either is remembered as
     standing for `ledger`. Parts that would not merge back into `ledger` exactly (a recorded
     ledger out of order, which `stretch_ledger` left out) are not used."""
+    items = view.items
+    if not any(items[i].synthetic and items[i].ledger is not None for i in range(start, end)):
+        # No recorded ledger to refer to: the whole ledger, without merging its items again.
+        return ledger_data(ledger)
     parts: list[RecordedLedger] = []
     run = Ledger()
     for index in range(start, end):

@@ -39,6 +39,12 @@ def matches(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> Iter
     )
 
 
+WRITTEN = ("→", "…", "–", "—")
+"""The characters beyond ASCII that ctxfold's own summaries, records and ledgers write: arrows,
+ellipses and dashes. None is a word character, none has a case, and lowering leaves each one
+character long, so text that holds no other is read as ASCII text is (`str.replace` of each is a
+scan in C, where finding any character beyond ASCII is one in the regex engine)."""
+
 TOKEN_MARKS = frozenset("_.:-")
 """With the letters and digits, the characters of a token (see `token_matches`)."""
 

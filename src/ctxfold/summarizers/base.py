@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxfold._unicode import well_formed
 from ctxfold.errors import ConfigurationError, SummarizerError
+from ctxfold.summarizers._lines import WRITTEN
 from ctxfold.summarizers.record import render_record
 from ctxfold.summarizers.request import SummaryRequest, SummaryResult
 
@@ -282,15 +283,10 @@ def _spaced(text: str) -> str | None:
     leaves it ASCII: none of them is a word character (`_WORD`), so the same words, in text
     the ASCII path reads; else None. Summaries and records are ASCII but for those, which
     sent all their text down the slower path (`_other_words`)."""
-    for char in _WRITTEN:
+    for char in WRITTEN:
         if char in text:
             text = text.replace(char, " ")
     return text if text.isascii() else None
-
-
-_WRITTEN = ("→", "…", "–", "—")
-"""Characters beyond ASCII that ctxfold's summaries and records hold (``str.replace`` of
-each is a scan in C, where finding any character beyond ASCII is one in the regex engine)."""
 
 
 def _other_words(text: str) -> list[str]:

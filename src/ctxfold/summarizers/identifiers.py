@@ -239,21 +239,50 @@ def _scan(source: str | Message | Sequence[Message]) -> Iterator[Identifier]:
         yield from _scan_text(source)
         return
     messages = [source] if isinstance(source, Message) else source
+    parts: dict[int, _Parts] = {}
     if len(messages) > 1:
-        # The texts of the messages not scanned before, their new lines in one pass: most
-        # messages are a few short lines, and a pass of every pattern over each costs more in
-        # setting the passes up than in scanning.
-        _LINES.learn(m.text for m in messages if not _MESSAGE_IDENTIFIERS.holds((m,)))
+        # The texts of the messages not scanned before, and the strings their calls' arguments
+        # hold, their new lines in one pass: most are a few short lines, and a pass of every
+        # pattern over each costs more in setting the passes up than in scanning.
+        for message in messages:
+            if not _MESSAGE_IDENTIFIERS.holds((message,)):
+                parts[id(message)] = _message_parts(message)
+        _LINES.learn(
+            part
+            for calls, text in parts.values()
+            for part in (*calls, text)
+            if isinstance(part, str)
+        )
     for message in messages:
-        yield from _MESSAGE_IDENTIFIERS.get((message,), functools.partial(_scan_message, message))
+        made = functools.partial(_scan_message, message, parts.get(id(message)))
+        yield from _MESSAGE_IDENTIFIERS.get((message,), made)
 
 
-def _scan_message(message: Message) -> tuple[Identifier, ...]:
-    found: list[Identifier] = []
+_Parts = tuple[list[Identifier | str], str]
+"""What a message's identifiers are made of, in order (`_message_parts`)."""
+
+
+def _message_parts(message: Message) -> _Parts:
+    """What the identifiers of `message` are found in: for its calls, in order, the
+    identifiers their arguments name outright and the texts to scan (`_call_parts`); then its
+    text."""
+    calls: list[Identifier | str] = []
     for call in message.tool_calls:
-        found.extend(_scan_call(call.name, call.arguments))
-    text = list(_scan_text(message.text))
-    found.extend(_unless_listing(text) if message.role == "tool" else text)
+        calls += _call_parts(call.name, call.arguments)
+    return calls, message.text
+
+
+def _scan_message(message: Message, parts: _Parts | None = None) -> tuple[Identifier, ...]:
+    """The identifiers of `message`; `parts`, when given, are its `_message_parts`."""
+    calls, text = _message_parts(message) if parts is None else parts
+    found: list[Identifier] = []
+    for part in calls:
+        if isinstance(part, str):
+            found.extend(_scan_text(part))
+        else:
+            found.append(part)
+    own = list(_scan_text(text))
+    found.extend(_unless_listing(own) if message.role == "tool" else own)
     return tuple(found)
 
 
@@ -271,32 +300,34 @@ def _unless_listing(found: list[Identifier]) -> list[Identifier]:
     return [f for f in found if f.kind not in ("path", "id")]
 
 
-def _scan_call(name: str, arguments: str) -> Iterator[Identifier]:
+def _call_parts(name: str, arguments: str) -> list[Identifier | str]:
+    """What a call's identifiers are made of, in order: the identifiers its arguments name
+    outright (a shell command, a value under an id key) and the texts to scan for more."""
     try:
         parsed: Any = json.loads(arguments)
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        yield from _scan_text(arguments)
-        return
+        return [arguments]
     shell = name.lower() in _SHELL_TOOLS
+    parts: list[Identifier | str] = []
     for key, value in parsed.items():
         if not isinstance(value, str):
-            for text in _strings(value):
-                yield from _scan_text(text)
+            parts += _strings(value)
             continue
         if shell or key.lower() in _COMMAND_KEYS:
             command = _first_line(value)
             if command:
-                yield Identifier(command, "command")
+                parts.append(Identifier(command, "command"))
         elif (
             _ID_KEY.search(key)
             and not _POSITION_KEY.search(key)
             and 0 < len(value) <= 80
             and not any(c.isspace() for c in value)
         ):
-            yield Identifier(value, "id")
-        yield from _scan_text(value)
+            parts.append(Identifier(value, "id"))
+        parts.append(value)
+    return parts
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -419,17 +450,28 @@ def _any(value: str) -> str | None:
 def _snake_id(value: str) -> str | None:
     # Only names that carry a number: user_42, call_7MqM, gift_card_3481935; never plain words.
     value = value.rstrip("-_")
-    if "_" not in value or not any(c.isdigit() for c in value) or len(value) < 5:
+    if "_" not in value or len(value) < 5 or not _has_digit(value):
         return None
     if _NUMBERS.fullmatch(value) or _NUMBERED.fullmatch(value):
         return None
     return value
 
 
+def _has_digit(value: str) -> bool:
+    """Whether a character of `value` is a digit (`str.isdigit`): in ASCII, one of 0-9, which
+    one search finds where a test of each character costs a call each."""
+    if value.isascii():
+        return _ASCII_DIGIT.search(value) is not None
+    return any(c.isdigit() for c in value)
+
+
+_ASCII_DIGIT = re.compile("[0-9]")
+
+
 def _hash(value: str) -> str | None:
-    has_digit = any(c.isdigit() for c in value)
-    has_letter = any(c.isalpha() for c in value)
-    return value if has_digit and has_letter else None
+    # A match is lowercase hex digits only: it holds a digit unless all are letters, and the
+    # other way round.
+    return value if not value.isalpha() and not value.isdigit() else None
 
 
 def _skip(value: str) -> str | None:

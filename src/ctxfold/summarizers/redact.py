@@ -31,7 +31,7 @@ from itertools import pairwise
 
 from ctxfold._memo import IdentityMemo, LineMemo
 from ctxfold.messages import Message
-from ctxfold.summarizers._lines import sub_lines
+from ctxfold.summarizers._lines import WRITTEN, sub_lines
 
 Redactor = Callable[[str], str]
 """Takes text (a summary, a record to send) and returns it with secrets replaced."""
@@ -122,9 +122,10 @@ def redact_secrets(text: str) -> str:
 
 def _redact_lines(lines: list[str]) -> list[str]:
     """The redactions of `lines` (no key block among them), made in one pass over them joined:
-    one over the ASCII lines and one over the others, since a pass over text that is not all
-    ASCII cannot skip the lines that lack a secret's name (see `_redact_whole`)."""
-    plain = [line.isascii() for line in lines]
+    one over the lines that read as ASCII (`_reads_as_ascii`) and one over the others, since a
+    pass over other text cannot skip the lines that lack a secret's name (see
+    `_redact_whole`)."""
+    plain = [_reads_as_ascii(line) for line in lines]
     if not lines:
         return []
     if all(plain) or not any(plain):
@@ -147,18 +148,18 @@ def _redact_whole(text: str) -> str:
     # A pass is skipped where a literal every match holds is absent: `in` costs a fraction of
     # a pass of the regex engine; and made over only the lines that hold one (`sub_lines`),
     # since every match lies within one line. The case-insensitive words are looked for in
-    # lowered text only when it is ASCII (elsewhere a letter such as "ſ" matches "s" without
-    # lowering to it).
+    # lowered text only when it is ASCII, or ASCII but for the marks ctxfold writes
+    # (`_reads_as_ascii`): elsewhere a letter such as "ſ" matches "s" without lowering to it.
     text = sub_lines(_URL_PASSWORD, _url_password, ("://",), text)
-    if text.isascii():
+    if _reads_as_ascii(text):
         text = sub_lines(_AUTHORIZATION, _authorization, _AUTHORIZATION_WORDS, text, text.lower())
     else:
         text = _AUTHORIZATION.sub(_authorization, text)
     # An assignment or a flag is redacted only under a name that says it is secret, and every
     # such name holds one of `_SECRET_PARTS` once lowered: only the lines that do are passed
-    # over (`sub_lines`). Lowering keeps the places of ASCII characters only; other text is
-    # passed over wherever an assignment or a flag can stand.
-    if text.isascii():
+    # over (`sub_lines`). Lowering keeps the places of ASCII characters (and of the marks)
+    # only; other text is passed over wherever an assignment or a flag can stand.
+    if _reads_as_ascii(text):
         text = sub_lines(_ASSIGNMENT, _assignment, _SECRET_PARTS, text, text.lower())
         # Lowered again: a value redacted above changed the length of its line, and the lines
         # of the lowered text must stand where the text's do.
@@ -169,6 +170,19 @@ def _redact_whole(text: str) -> str:
     if ("mysql" in text or "mariadb" in text) and _MYSQL.search(text):
         text = "".join(_mysql_line(line) for line in text.splitlines(keepends=True))
     return text
+
+
+def _reads_as_ascii(text: str) -> bool:
+    """Whether `text` is ASCII but for the arrows, ellipses and dashes ctxfold writes into
+    summaries (`WRITTEN`): none is a letter, a digit or "_", none has a case, and lowering
+    leaves each where it stood, so the passes that look for a secret's name in lowered text
+    find in such text what they find in ASCII text (summaries hold them on most lines)."""
+    if text.isascii():
+        return True
+    for mark in WRITTEN:
+        if mark in text:
+            text = text.replace(mark, "")
+    return text.isascii()
 
 
 def redact_messages(

@@ -84,6 +84,11 @@ def _sentences(text: str, offset: int) -> Iterator[tuple[int, str]]:
     `offset`; list markers are left out."""
     line_start = 0
     for line in text.split("\n"):
+        if len(line.strip()) < 8:
+            # No piece of it could be long enough (each is a part of it): blank lines, the
+            # lines a code block left, a heading word.
+            line_start += len(line) + 1
+            continue
         item = _LIST_ITEM.match(line)
         body_start = item.start(1) if item else len(line) - len(line.lstrip())
         cursor = body_start

@@ -59,9 +59,10 @@ class _Entry:
     # (text, text + "\n") for each way to show it, longest first: what is weighed is the line
     # with its newline, made once per entry rather than once per render that weighs it.
     options: tuple[tuple[str, str], ...] = field(init=False)
-    # The counter that last weighed the lines of `options`, and what it found: an entry is
-    # shared by the renders that show it, and each weighs every entry of its ledger.
-    weighed: tuple[Callable[[str], int], tuple[int, ...]] | None = field(
+    # The counter that last weighed the lines of `options`, what it found and the least of
+    # it: an entry is shared by the renders that show it, and each weighs every entry of its
+    # ledger.
+    weighed: tuple[Callable[[str], int], tuple[int, ...], int] | None = field(
         default=None, init=False, compare=False, repr=False
     )
 
@@ -118,7 +119,12 @@ def render(
         else:
             weighed = entry.weighed  # one read: another thread may weigh it meanwhile
             if weighed is None or weighed[0] is not count:
-                weighed = entry.weighed = (count, tuple(count(line) for _, line in options))
+                made = tuple(count(line) for _, line in options)
+                weighed = entry.weighed = (count, made, min(made))
+            if used + header + weighed[2] > available:
+                # Not even its shortest form fits: most entries of a long session's ledger,
+                # once the section is full, are passed over here at the cost of one test.
+                continue
             weights = weighed[1]
         for (text, _), weight in zip(options, weights, strict=True):
             cost = header + weight
@@ -179,17 +185,31 @@ def _entries(ledger: Ledger) -> list[_Entry]:
             newest = out[at]
             rank = (0, -1, 0) if section == "Files changed" else (0, 0, 0)
             out[at] = _Entry(newest.section, newest.order, rank, newest.full, newest.short)
+    commands = ledger.commands
     latest_test: dict[str, int] = {}
-    for command in ledger.tests():
-        latest_test[command.test or ""] = command.seq
-    for command in ledger.commands:
+    for command in commands:
+        if command.test is not None and command.result is not None:  # `Ledger.tests`
+            latest_test[command.test or ""] = command.seq
+    # A long session's ledger holds thousands of commands, nearly all of them shown by the
+    # render before: each entry is looked up here, and made (`_test_entry`, `_command_entry`)
+    # only when it is not found.
+    tested = _TEST_ENTRIES.get
+    remembered = _COMMAND_ENTRIES.get
+    for command in commands:
         if command.kind == "note":
             continue
         if command.test is not None and command.result is not None:
             latest = latest_test.get(command.test) == command.seq
-            out.append(_test_entry(command, latest))
+            test = tested((id(command), latest))
+            if test is not None and test[0] is command:
+                out.append(test[1])
+            else:
+                out.append(_test_entry(command, latest))
             continue
-        out.append(_command_entry(command))
+        found = remembered(id(command))
+        out.append(
+            found[1] if found is not None and found[0] is command else _command_entry(command)
+        )
     seen: dict[str, int] = {}
     for index, decision in enumerate(ledger.decisions):
         seen[decision.text] = index  # a repeated sentence is shown once, where it was said last
@@ -201,6 +221,7 @@ def _entries(ledger: Ledger) -> list[_Entry]:
 
 
 _RANK = attrgetter("rank")
+_KIND = attrgetter("kind")
 
 
 def _decision_entry(decision: Decision, index: int) -> _Entry:
@@ -430,7 +451,8 @@ def _section_title(section: str, ledger: Ledger) -> str:
     if section == "Task" and ledger.task is not None:
         return f"### Task (log {ledger.task.seq})"
     if section == "Commands":
-        run = sum(1 for c in ledger.commands if c.kind != "note")
+        # Kinds read in C: a long session's ledger holds thousands of commands.
+        run = len(ledger.commands) - list(map(_KIND, ledger.commands)).count("note")
         return f"### Commands ({run} run)"
     return f"### {section}"
 
