@@ -18,27 +18,35 @@ not used; the item is counted again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from ctxfold._memo import IdentityMemo
 from ctxfold.errors import InvalidInputError
-from ctxfold.events import MESSAGE, LedgerParts
+from ctxfold.events import LedgerParts
 from ctxfold.messages import Message
 from ctxfold.session.fold import Anchor, Fold
+from ctxfold.session.originals import logged_messages
 from ctxfold.session.projection import Item, Projection, original_item
 from ctxfold.storage.base import StoreBase
-from ctxfold.storage.checks import PAGE_SIZE
 from ctxfold.tokens.tally import Tally
 
 log = logging.getLogger("ctxfold.session")
 
-FORMAT = 3
-"""The checkpoint layout this version writes and reads; a checkpoint of any other is ignored.
+FORMAT = 4
+"""The checkpoint layout this version writes; it reads `READABLE`, and ignores any other.
 Format 2 keeps each summary's and note's recorded work ledger (`Item.ledger`) too; format 3
-writes a ledger kept in parts (`LedgerParts`) as the list of their data."""
+writes a ledger kept in parts (`LedgerParts`) as the list of their data; format 4 writes a run
+of originals with consecutive seqs as one entry, ``[first seq, [count, count, ...]]``, where
+format 3 wrote ``[seq, count]`` for each (a cold start then reads one list of counts, not ten
+thousand small lists)."""
+
+READABLE = (3, 4)
+"""The formats `load` reads: a format 3 checkpoint differs only in writing each original
+apart, which this version reads too."""
 
 KINDS = ("message", "summary", "note")
 
@@ -58,6 +66,12 @@ class Encoder:
         self._basis: tuple[Fold, Tally | None, str | None, int] | None = None
         self._done = 0
         self._chunks: list[str] = []
+        """The text of the entries written so far, before the open run, in pieces."""
+        # The open run: the originals from `_first` up to `_next` (excluded), the last entries
+        # written, whose counts' text is `_counts` in pieces. Appends go on extending it.
+        self._first = 0
+        self._next = 0
+        self._counts: list[str] = []
 
     def encode(self, fold: Fold) -> str:
         """The checkpoint of `fold`, as JSON text: the same text `encode` gives."""
@@ -68,13 +82,16 @@ class Encoder:
             or any(a is not b for a, b in zip(self._basis, basis, strict=True))
             or self._done > len(items)
         ):
-            self._basis, self._done, self._chunks = basis, 0, []
+            self._basis, self._done, self._chunks, self._counts = basis, 0, [], []
+            self._first = self._next = 0
         new = items[self._done :]
         if new:
             tally = fold.tally
             known = fold.known
             altered = fold.altered
-            parts = []
+            parts: list[str] = []
+            run, first, following = self._counts, self._first, self._next
+            counts: list[str] = []  # the open run's counts met in this call
             for item in new:
                 tokens = tally.count(item.id) if tally is not None else known.get(item.id)
                 if (
@@ -85,10 +102,22 @@ class Encoder:
                 ):
                     # What `_entry` and `_dumps` give such an item, without building either:
                     # nearly every item is one, and a checkpoint writes thousands at a time.
-                    parts.append(f"[{item.id},{'null' if tokens is None else tokens}]")
+                    if item.id != following or not (run or counts):
+                        if run or counts:
+                            parts.append(_run_text(first, run, counts))
+                        run, counts, first = [], [], item.id
+                    counts.append("null" if tokens is None else str(tokens))
+                    following = item.id + 1
                 else:
+                    if run or counts:
+                        parts.append(_run_text(first, run, counts))
+                        run, counts = [], []
                     parts.append(_entry_text(item, tokens, item.id in altered))
-            self._chunks.append(",".join(parts))
+            if parts:
+                self._chunks.append(",".join(parts))
+            if counts:
+                run = [*run, ",".join(counts)]
+            self._counts, self._first, self._next = run, first, following
             self._done = len(items)
         counter = fold.tally.counter.name if fold.tally is not None else fold.known_counter
         anchor = fold.anchor
@@ -101,7 +130,17 @@ class Encoder:
             else [anchor.seq, anchor.after_seq, anchor.prompt_tokens],
         }
         head = _dumps({"format": FORMAT, "seq": fold.projection.last_seq, "counter": counter})
-        return f'{head[:-1]},"items":[{",".join(self._chunks)}],{_dumps(rest)[1:]}'
+        entries = self._chunks
+        if self._counts:
+            entries = [*entries, _run_text(self._first, self._counts, [])]
+        return f'{head[:-1]},"items":[{",".join(entries)}],{_dumps(rest)[1:]}'
+
+
+def _run_text(first: int, pieces: list[str], counts: list[str]) -> str:
+    """The entry of a run of originals from seq `first`, whose counts' text is `pieces` and then
+    `counts`."""
+    text = ",".join([*pieces, ",".join(counts)] if counts else pieces)
+    return f"[{first},[{text}]]"
 
 
 def _entry_text(item: Item, tokens: int | None, altered: bool) -> str:
@@ -166,9 +205,9 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     if seq > last:
         raise InvalidInputError(f"it reflects seq {seq}, beyond the log's last seq {last}")
     raw = json.loads(data)
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+    if not isinstance(raw, dict) or raw.get("format") not in READABLE:
         got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
-        raise InvalidInputError(f"format {got!r} is not {FORMAT}")
+        raise InvalidInputError(f"format {got!r} is not one of {READABLE}")
     if raw.get("seq") != seq:
         raise InvalidInputError(f"it says seq {raw.get('seq')!r}, the store says {seq}")
     counter = raw.get("counter")
@@ -177,41 +216,68 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     entries = raw.get("items")
     if not isinstance(entries, list):
         raise InvalidInputError("items is not a list")
-    originals = _Originals(store, session_id, seq)
-    message_of = originals.message
     # The projection's columns are gathered here, while each item is at hand: a pass over a
-    # hundred thousand items afterwards would wait on memory more than it computes.
+    # hundred thousand items afterwards would wait on memory more than it computes. The logged
+    # messages the entries refer to (an original's, a masked result's before its mask) are
+    # read afterwards, in one go (`ctxfold.session.originals`).
     built: list[Item | None] = []
     ids: list[int] = []
     keys: list[int] = []
-    messages: list[Message] = []
     counts: dict[int, int] = {}
     altered: set[int] = set()
+    wanted: list[int] = []
+    masked: list[int] = []
     key = 0
     for entry in entries:
-        # A reference to an original message event, ``[seq, tokens]``: checked inline, without
-        # a call per item, since a cold start reads a hundred thousand of them.
+        # References to original message events: a run ``[first seq, [tokens, ...]]`` (format
+        # 4) or one ``[seq, tokens]`` (format 3), checked inline, without a call per item, since
+        # a cold start reads a hundred thousand of them.
         if type(entry) is list and len(entry) == 2 and type(entry[0]) is int:
             item_id = item_key = entry[0]
-            message = message_of(item_id)
+            tail = entry[1]
+            if type(tail) is list:
+                size = len(tail)
+                if item_id <= key or not size:
+                    raise InvalidInputError(f"the run of items from {item_id} is out of order")
+                if not all(t is None or (type(t) is int and t >= 0) for t in tail):
+                    raise InvalidInputError(f"the run of items from {item_id} has a bad count")
+                run = range(item_id, item_id + size)
+                wanted.extend(run)
+                ids.extend(run)
+                keys.extend(run)
+                built.extend([None] * size)
+                if None in tail:
+                    counts.update((i, t) for i, t in zip(run, tail, strict=True) if t is not None)
+                else:
+                    counts.update(zip(run, tail, strict=True))
+                key = run[-1]
+                continue
+            wanted.append(item_id)
             item = None
         else:
-            item = _item(entry, seq, message_of)
-            item_id, item_key, message = item.id, item.key, item.message
+            item, masks = _item(entry, seq)
+            item_id, item_key = item.id, item.key
             if item.kind == "message":
                 altered.add(item_id)
+            if masks:
+                wanted.append(item_id)
+                masked.append(len(built))
         if item_key <= key:
             raise InvalidInputError(f"item {item_id} is out of order")
         key = item_key
         built.append(item)
         ids.append(item_id)
         keys.append(key)
-        messages.append(message)
         tokens = entry[1]
         if tokens is not None:
             if type(tokens) is not int or tokens < 0:  # `_count`, inline
                 raise InvalidInputError(f"item {item_id} has a count of {tokens!r}")
             counts[item_id] = tokens
+    logged = logged_messages(store, session_id, seq, wanted)
+    if not masked and len(logged) == len(built):
+        messages = logged  # every item an original: the usual checkpoint
+    else:
+        messages = _merged(built, logged, masked)
     pins = raw.get("pins")
     projected = set(ids) if pins else set()
     if not isinstance(pins, list) or not all(_seq(p) and p in projected for p in pins):
@@ -232,41 +298,10 @@ def _restore(store: StoreBase, session_id: str, seq: int, data: str) -> Fold:
     return fold
 
 
-class _Originals:
-    """The messages of original events, asked for in ascending seqs up to `seq`, reading little
-    else: a stream opens at the first one asked for, and goes on across gaps shorter than a
-    page; a longer gap (what a compaction covers) opens a new one past it."""
-
-    def __init__(self, store: StoreBase, session_id: str, seq: int) -> None:
-        self._store = store
-        self._session_id = session_id
-        self._seq = seq
-        self._asked = 0
-        self._rows: Iterator[tuple[int, str, Any]] = iter(())
-        self._read = -PAGE_SIZE  # the last seq read: none yet, so the first ask opens a stream
-
-    def message(self, want: int) -> Message:
-        """The message of the event at seq `want`; refuses a seq that is not after the last
-        one asked for, is beyond `seq`, or is not a message event in the log."""
-        if not self._asked < want <= self._seq:
-            raise InvalidInputError("its references are not ascending seqs within the log")
-        self._asked = want
-        if want - self._read > PAGE_SIZE:
-            self._rows = self._store.stream_data(self._session_id, after=want - 1)
-        for event_seq, event_type, data in self._rows:
-            self._read = event_seq
-            if event_seq < want:
-                continue
-            message = data.get("message") if event_type == MESSAGE else None
-            if event_seq > want or not isinstance(message, dict):
-                raise InvalidInputError(f"event {want} is not a message event")
-            return Message.from_dict(message)
-        raise InvalidInputError(f"event {want} is missing from the log")
-
-
-def _item(entry: object, seq: int, original_of: Callable[[int], Message]) -> Item:
+def _item(entry: object, seq: int) -> tuple[Item, bool]:
     """An item stored whole: ``[id, tokens, kind, key, covers, message, masked, identifiers,
-    ledger]``, where `masked` says the item's original is the message of its own event."""
+    ledger]``, and `masked`, which says the item's original is the message of its own event
+    (the caller reads it, and sets it)."""
     if not isinstance(entry, list) or len(entry) != 9:
         raise InvalidInputError(f"item {entry!r:.80} has the wrong shape")
     item_id, _, kind, key, covers, message, masked, held, ledger = entry
@@ -289,10 +324,25 @@ def _item(entry: object, seq: int, original_of: Callable[[int], Message]) -> Ite
         ledger = LedgerParts(tuple(ledger)) if len(ledger) > 1 else ledger[0]
     elif ledger is not None and not isinstance(ledger, dict):
         raise InvalidInputError(f"item {item_id} has a ledger of {ledger!r:.80}")
-    original = original_of(item_id) if masked else None
     identifiers = tuple(held) if held is not None else None
     message_value = Message.from_dict(message)
-    return Item(item_id, message_value, kind, key, span, original, identifiers, ledger)
+    return Item(item_id, message_value, kind, key, span, None, identifiers, ledger), masked
+
+
+def _merged(built: list[Item | None], logged: list[Message], masked: list[int]) -> list[Message]:
+    """The projection's messages, `logged` standing in order for the originals (None in
+    `built`) and for the items at `masked`, which get theirs as `original`."""
+    messages: list[Message] = []
+    read = iter(logged)
+    masks = set(masked)
+    for index, item in enumerate(built):
+        if item is None:
+            messages.append(next(read))
+            continue
+        if index in masks:
+            item = built[index] = dataclasses.replace(item, original=next(read))
+        messages.append(item.message)
+    return messages
 
 
 def _anchor(value: object, seq: int) -> Anchor | None:
@@ -321,4 +371,4 @@ def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-__all__ = ["FORMAT", "encode", "load"]
+__all__ = ["FORMAT", "READABLE", "encode", "load"]

@@ -61,3 +61,17 @@ def text_encoder(stored_form: Callable[[Any], str]) -> Callable[[Any], str] | No
         return dumps(data).decode("utf-8")
 
     return encode
+
+
+def text_decoder() -> Callable[[str | bytes], Any] | None:
+    """orjson's decoder (of text, or of UTF-8 bytes), None when orjson is absent. It is exact
+    only where its caller checks what it gave (`ctxfold.session.originals` says how): it
+    reads an integer past 64 bits as a float, and refuses what the standard decoder reads as
+    NaN, an infinity or a lone surrogate, and bytes that are not UTF-8 (raising
+    `ValueError`)."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    loads: Callable[[str | bytes], Any] = orjson.loads
+    return loads

@@ -498,6 +498,15 @@ class StoreBase(abc.ABC):
         building events overrides it."""
         return [(e.seq, e.type, e.data) for e in self._read_page(session_id, after, limit)]
 
+    def _read_text_page(
+        self, session_id: str, after: int, limit: int | None
+    ) -> list[tuple[int, str, str | bytes]] | None:
+        """`_read_data_page` with each event's data as the JSON text the store keeps (a str, or
+        its UTF-8 bytes, unchecked), for a reader that decodes it its own way (a checkpoint's
+        load); None when the backend does not keep text, and the reader takes
+        `_read_data_page`."""
+        return None
+
     @abc.abstractmethod
     def _search(
         self, session_id: str, query: SearchQuery, seqs: list[int] | None, limit: int

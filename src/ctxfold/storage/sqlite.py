@@ -50,6 +50,10 @@ _READ = (
 _READ_DATA = (
     "SELECT seq, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
+_READ_BYTES = (
+    "SELECT seq, type, CAST(data AS BLOB) FROM events "
+    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
 _SEARCH = """
     SELECT e.seq, -bm25(search_index, 0.0, 1.0) AS score, e.type, e.data, e.created_at
     FROM search_index
@@ -273,6 +277,16 @@ class SQLiteStore(StoreBase):
         with self._connection(f"a read of session {session_id!r}") as conn:
             rows = conn.execute(_READ_DATA, (session_id, after, -1 if limit is None else limit))
             return [(seq, type_, decode_row(session_id, seq, data)) for seq, type_, data in rows]
+
+    def _read_text_page(
+        self, session_id: str, after: int, limit: int | None
+    ) -> list[tuple[int, str, str | bytes]]:
+        # As bytes: the reader's decoder takes UTF-8 as it is, so the driver need not make a
+        # str of each row first (a tenth of a cold start's read).
+        with self._connection(f"a read of session {session_id!r}") as conn:
+            return conn.execute(
+                _READ_BYTES, (session_id, after, -1 if limit is None else limit)
+            ).fetchall()
 
     def sessions(self) -> list[str]:
         """Every session id with at least one event, sorted."""
