@@ -562,7 +562,8 @@ def _tools_of(tools: object) -> list[Mapping[str, Any]]:
 def _adding(adding: object) -> Sequence[Message]:
     """What `should_compact(adding=...)` is given, as messages: a list of them, one `Message`,
     or None for none."""
-    if adding is None:
+    if adding is None or (type(adding) is tuple and not adding):
+        # The default, at every check: none, without the ABC checks below.
         return ()
     if isinstance(adding, Message):
         return (adding,)

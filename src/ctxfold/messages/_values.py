@@ -258,6 +258,48 @@ def check_fields(message: Message) -> None:
         _check_call(call.id, call.name, call.arguments, call.extra)
 
 
+def plain_fields(message: object) -> bool:
+    """True when `message` is a `Message` (not a subclass) that its constructor takes as it is,
+    every field of exactly its declared type (a str, not a subclass of it; a tuple of `ToolCall`
+    values), with an empty `extra` dict, its calls' included: a message JSON gives back equal.
+
+    False says no more than that: `check_fields` then says whether the constructor refuses it.
+    One pass over the fields, for the append of a message, where a check and then a look at
+    each type cost two."""
+    if type(message) is not Message:
+        return False
+    role, content, calls = message.role, message.content, message.tool_calls
+    call_id, name, extra = message.tool_call_id, message.name, message.extra
+    if not (
+        type(role) is str
+        and role in ROLES
+        and (content is None or type(content) is str)
+        and (call_id is None or type(call_id) is str)
+        and (name is None or type(name) is str)
+        and type(extra) is dict
+        and not extra
+        and type(calls) is tuple
+        and (call_id or role != "tool")
+    ):
+        return False
+    if calls:
+        if role != "assistant":
+            return False
+        for call in calls:
+            if not (
+                type(call) is ToolCall
+                and type(call.id) is str
+                and call.id
+                and type(call.name) is str
+                and call.name
+                and type(call.arguments) is str
+                and type(call.extra) is dict
+                and not call.extra
+            ):
+                return False
+    return True
+
+
 def _checked(
     role: object,
     content: object,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ctxfold._assembled import assembled
@@ -214,6 +215,7 @@ def replay(
     compactions: list[ReplayCompaction] = []
     previous: Sequence[Message] = ()
     seqs: list[int] = []
+    asks = _request_points(messages)
     for index, message in enumerate(messages):
         if index == 0 and new_session:
             stored = session.append(message, expected_seq=0)
@@ -223,7 +225,7 @@ def replay(
         seqs.append(stored[0].seq if stored else session.last_seq)
         if progress is not None:
             progress(1)
-        if not _before_request(messages, index):
+        if not asks[index]:
             continue
         turn = len(requests) + 1
         before = compactor.estimate(session)
@@ -463,12 +465,15 @@ def _request(
     return assembled(Request, fields)
 
 
-def _before_request(messages: Sequence[Message], index: int) -> bool:
-    """Whether the model is asked for a reply right after message `index`.
+def _request_points(messages: Sequence[Message]) -> list[bool]:
+    """For each message, whether the model is asked for a reply right after it, in one pass
+    rather than a call per message.
 
     That is before every assistant message, and once at the end when the transcript stops on a
     user or tool message (the reply it still owes).
     """
-    if index + 1 < len(messages):
-        return messages[index + 1].role == "assistant"
-    return messages[index].role != "assistant"
+    if not messages:
+        return []
+    points = [message.role == "assistant" for message in islice(messages, 1, None)]
+    points.append(messages[-1].role != "assistant")
+    return points

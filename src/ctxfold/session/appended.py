@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from ctxfold.errors import InvalidInputError
 from ctxfold.events import MESSAGE, Event, NewEvent
 from ctxfold.messages import Message, ToolCall
-from ctxfold.messages._values import check_fields
+from ctxfold.messages._values import check_fields, plain_fields
 from ctxfold.session.private import private_message
 from ctxfold.storage.checks import decode_data, encode_data, fresh_event, strings_event
 
@@ -38,6 +38,10 @@ def message_event(position: int, item: Message) -> tuple[NewEvent, Message | Non
     (`private_message`) when it has one, else None (it is read from the stored data).
     Refuses, before anything is written, a message whose fields were set past its constructor's
     checks (`ctxfold.messages._values.check_fields`): a read of the log would refuse them."""
+    if plain_fields(item):
+        # The common message, checked and found plain in one pass: what the rest of this
+        # function finds for it, the long way.
+        return strings_event(MESSAGE, {"message": item.to_dict()}), item
     content, call_id, name = item.content, item.tool_call_id, item.name
     try:
         # The constructor checked these; a value whose fields were set past it must not reach

@@ -63,6 +63,11 @@ class EncodedBatch(NamedTuple):
     """Hex digest of every event's type and data, in order."""
 
 
+_tuple: Callable[[type[Any], tuple[Any, ...]], Any] = tuple.__new__
+"""``_tuple(EncodedEvent, (kind, text, value))`` is ``EncodedEvent(kind, text, value)``, made in C:
+a NamedTuple's own ``__new__`` is a Python function, and every append makes two of these."""
+
+
 def check_session_id(session_id: object) -> str:
     """Return `session_id` when it is a usable session id, else raise InvalidInputError."""
     if (
@@ -184,14 +189,16 @@ def encode_batch(
                 ) from None
         if not text.isascii():
             _check_storable_text(text, f"{_where(session_id, index)}: data")
-        encoded.append(EncodedEvent(kind, text, data if fresh else None))
+        encoded.append(_tuple(EncodedEvent, (kind, text, data if fresh else None)))
         if hashed is not None:
             # Length-prefixed, so no two different batches can run together into one digest.
             for part in (kind, text):
                 raw = part.encode("utf-8")
                 hashed.update(len(raw).to_bytes(8, "big"))
                 hashed.update(raw)
-    return EncodedBatch(encoded, hashed.hexdigest() if hashed is not None else "")
+    text_digest = hashed.hexdigest() if hashed is not None else ""
+    batch: EncodedBatch = _tuple(EncodedBatch, (encoded, text_digest))
+    return batch
 
 
 def _strings_text(data: Any) -> str | None:

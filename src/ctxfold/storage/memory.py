@@ -57,18 +57,30 @@ class MemoryStore(StoreBase):
         created_at: float,
     ) -> int | PriorAppend:
         with self._lock:
-            self._check_open()
-            log = self._logs.get(session_id) or _Log()
-            if idempotency_key is not None and idempotency_key in log.keys:
+            if self._closed:
+                self._check_open()
+            log = self._logs.get(session_id)
+            if log is None:
+                log = _Log()
+            elif idempotency_key is not None and idempotency_key in log.keys:
                 return log.keys[idempotency_key]
-            last = len(log.rows)
+            rows = log.rows
+            last = len(rows)
             if expected_seq is not None and expected_seq != last:
                 raise ConflictError(session_id, expected_seq, last)
-            if batch.events:
-                log.rows.extend([(e.type, e.data, created_at) for e in batch.events])
+            events = batch.events
+            if events:
+                if len(events) == 1:
+                    # Most appends write one event: no comprehension (a call of its own in
+                    # Python 3.11) for it.
+                    rows.append((events[0].type, events[0].data, created_at))
+                else:
+                    # Built whole before it joins the log, which takes all of a batch or none.
+                    rows.extend([(e.type, e.data, created_at) for e in events])
                 if idempotency_key is not None:
-                    log.keys[idempotency_key] = PriorAppend(last + 1, len(log.rows), batch.digest)
-                self._logs[session_id] = log
+                    log.keys[idempotency_key] = PriorAppend(last + 1, len(rows), batch.digest)
+                if not last:
+                    self._logs[session_id] = log
         return last + 1
 
     def _read_page(self, session_id: str, after: int, limit: int | None) -> list[Event]:
