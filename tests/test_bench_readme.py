@@ -26,10 +26,11 @@ def test_a_changed_result_changes_the_rendered_figures(tmp_path: Path) -> None:
     column = data["columns"].index("replay / tiktoken pass")
     for row in data["rows"]:
         if row[0] == "all (7)" and row[1] == "default" and row[2] == 16000:
-            row[column] = 2.5
+            row[column] = 3.21
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert "| 2.50× |" in readme.render(results)
-    assert "| 2.50× |" not in readme.render()
+    # Counted, not just found: another figure of the committed tables may read the same.
+    cell = "| 3.21× |"
+    assert readme.render(results).count(cell) == readme.render().count(cell) + 1
 
 
 def test_a_renamed_column_fails_loudly(tmp_path: Path) -> None:
