@@ -94,6 +94,7 @@ def replay_section(results: Path) -> list[str]:
         "probes answered",
         "summarizers read / history",
         "replay / one tiktoken pass",
+        "replay / first tiktoken pass in a process",
     )
     cases = [
         ("default", 8000, "8,000"),
@@ -121,6 +122,7 @@ def replay_section(results: Path) -> list[str]:
                 r["probes answered"],
                 "0" if not read else ratio(read),
                 ratio(r["replay / tiktoken pass"]),
+                ratio(r["replay / first tiktoken pass"]),
             )
         )
     return lines
