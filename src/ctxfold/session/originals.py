@@ -7,17 +7,19 @@ most of the load. Two things make it cheaper here, neither of which may change a
 - orjson decodes each row where it is present, several times faster than the standard decoder.
   The two differ only on numbers (orjson reads an integer past 64 bits as a float, and refuses
   NaN, Infinity and out-of-range floats) and on lone surrogates (refused): whatever orjson
-  decodes without error, the standard decoder decodes to the same strings, lists, objects,
-  booleans and nulls. A message made here therefore comes only from data holding none of
-  those numbers where the message reads it (`_owned_message`); anything else is decoded again
-  by `decode_row`, exactly as a fold of the log decodes it.
+  decodes without error and without a float, the standard decoder decodes to the same strings,
+  integers, lists, objects, booleans and nulls. A message made here therefore comes only from
+  a decoded message holding no float (`_owned_message` for the plain ones, `Message.from_dict`
+  for the others, an ``extra`` among them); anything else is decoded again by `decode_row`,
+  exactly as a fold of the log decodes it.
 - `_owned_message` makes the `Message` with `from_dict`'s checks of each field in one pass, for
   the shapes `Message.to_dict` writes; what it does not take (an ``extra``, a shape out
   of the ordinary, anything `from_dict` would refuse) is left to `from_dict`, which then keeps
   it or refuses it in its own words.
 
-A store that keeps each event's data as text says so by answering `StoreBase._read_text_page`;
-for any other, the rows come from `stream_data`, already decoded.
+A store that hands over each event's data as the JSON text it keeps (SQLite) answers
+`StoreBase._read_text_page`; for the others (memory, PostgreSQL), the rows come from
+`stream_data`, already decoded.
 """
 
 from __future__ import annotations
@@ -119,11 +121,18 @@ def _logged(store: StoreBase, session_id: str, seq: int, type_: str, raw: str | 
         raise InvalidInputError(f"event {seq} is not a message event")
     if _loads is not None:
         try:
-            made = _owned_message(_loads(raw).get("message"))
-        except (ValueError, AttributeError):  # not an object, or more than orjson reads
-            made = None
+            decoded = _loads(raw)
+        except ValueError:  # more than orjson reads: the standard decoder says what it is
+            decoded = None
+        message = decoded.get("message") if type(decoded) is dict else None
+        made = _owned_message(message)
         if made is not None:
             return made
+        if type(message) is dict and not _holds_float(message):
+            # With no float in it, nothing in it was read otherwise than the standard decoder
+            # reads it (see the module docstring): a message with `extra`, as every message an
+            # integration logs, is decoded once, not a second time.
+            return Message.from_dict(message)
     if isinstance(raw, str):
         text = raw
     else:
@@ -136,6 +145,22 @@ def _logged(store: StoreBase, session_id: str, seq: int, type_: str, raw: str | 
     data = decode_row(session_id, seq, text)
     made = _owned_message(data.get("message")) if type(data) is dict else None
     return made if made is not None else _from_dict(seq, type_, data)
+
+
+def _holds_float(value: object) -> bool:
+    """Whether a float stands anywhere in `value`, a decoded JSON value (walked without
+    recursion: the depth is the data's)."""
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+    return False
 
 
 def _from_dict(seq: int, type_: str, data: Any) -> Message:
