@@ -39,7 +39,7 @@ from typing import Any
 from benchmarks import ROOT, TRANSCRIPTS
 from benchmarks._common import BenchmarkError, plural, summarize
 from ctxfold.compactor import CompactionReport, Compactor
-from ctxfold.events import COMPACTION
+from ctxfold.events import COMPACTION, MESSAGE
 from ctxfold.messages import Message, validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Summarize
 from ctxfold.protocols import TokenCounter
@@ -462,7 +462,7 @@ def _count_identifiers(out: Figures, messages: Sequence[Message], session: Sessi
     """
     fate = _fates(session)
     homes: dict[str, set[str]] = {}
-    for seq, message in enumerate(messages, start=1):
+    for seq, message in zip(_message_seqs(session), messages, strict=True):
         if message.role in ("user", "assistant"):
             for found in extract_identifiers(message):
                 homes.setdefault(found, set()).add(fate.get(seq, "kept"))
@@ -474,6 +474,12 @@ def _count_identifiers(out: Figures, messages: Sequence[Message], session: Sessi
     out.summarized_kept = out.summarized - sum(out.missing.values())
     out.dropped = sum(1 for where in homes.values() if where == {"dropped"})
     out.in_final = sum(1 for i in homes if i in view)
+
+
+def _message_seqs(session: Session) -> list[int]:
+    """The seq of each message the replay appended, in order. Not its position plus one: every
+    compaction is an event of the log too, and takes the seq after the messages before it."""
+    return [event.seq for event in session.events() if event.type == MESSAGE]
 
 
 def _fates(session: Session) -> dict[int, str]:

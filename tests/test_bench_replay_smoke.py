@@ -153,3 +153,35 @@ def test_the_benchmark_compacts_exactly_as_the_cli_does(
     assert [c.turn for c in plain.compactions] == [c["turn"] for c in cli["compactions"]]
     assert checked.read == sum(c["stretch_tokens"] for c in cli["compactions"])
     assert checked.peak == cli["peak_tokens"] and checked.final == cli["final_tokens"]
+
+
+def test_identifier_fates_follow_each_message_to_its_own_seq(bench: ModuleType) -> None:
+    """Every compaction is an event of the log and takes a seq, so after the first one a
+    message's seq is no longer its position plus one: the fates of the identifier columns are
+    read at each message's own seq (`_message_seqs`). An identifier held by one message only is
+    summarized exactly when that message's item was replaced by summaries alone."""
+    from ctxfold.storage import MemoryStore
+    from ctxfold.testing.transcripts import generate
+    from ctxfold.tokens import counter as make_counter
+
+    counter = make_counter("heuristic")
+    messages = generate(seed=3, steps=60)
+    session = MemoryStore().session("fates", counter=counter)
+    bench.replay(session, messages, bench.compactor_for(6_000, "default", counter), counter=counter)
+    seqs = bench._message_seqs(session)
+    compactions = [e.seq for e in session.events() if e.type == "compaction"]
+    assert compactions and compactions[0] < seqs[-1]  # the shift this test is about happens
+    assert seqs != list(range(1, len(messages) + 1))
+    by_seq = {e.seq: e.data["message"] for e in session.events() if e.type == "message"}
+    assert [by_seq[seq] for seq in seqs] == [m.to_dict() for m in messages]
+
+    fate = bench._fates(session)
+    figures = bench.Figures("fates", "default", 6_000, 0, 0)
+    bench._count_identifiers(figures, messages, session)
+    homes: dict[str, set[str]] = {}
+    for seq, message in zip(seqs, messages, strict=True):
+        if message.role in ("user", "assistant"):
+            for found in bench.extract_identifiers(message):
+                homes.setdefault(found, set()).add(fate.get(seq, "kept"))
+    summarized = [i for i, w in homes.items() if "summarized" in w and "kept" not in w]
+    assert figures.summarized == len(summarized) > 0
