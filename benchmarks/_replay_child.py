@@ -14,8 +14,9 @@ on stdin (``{"name", "window", "ladder"}``), it forks: the child replays once, a
 ``ctxfold replay`` process would once its imports are done, writes ``{"ms", "compactions"}`` (or
 ``{"error"}``) back and exits; its memos die with it. A request ``{"name", "tiktoken": true}``
 times, the same way, the first tiktoken pass over that transcript (`_first_pass`), the baseline
-the replay is set against. The answers go to stdout, one JSON line
-each, after a first ``{"ready": true}``.
+the replay is set against; a request ``{"name", "floor": [[position, seq], ...], "ladder"}``
+the reading floor of that replay (`_floor`, `bench_replay.reading_floor`). The answers go to
+stdout, one JSON line each, after a first ``{"ready": true}``.
 
 A forked child shares its parent's memory page by page until it writes to a page; reading a Python
 object writes its reference count, so the child's first touch of each page the replay uses copies
@@ -51,6 +52,9 @@ def main(argv: list[str]) -> int:
         if request.get("tiktoken"):
             _send(_in_a_fork(lambda r=request: _first_pass(r["name"], found, warm_up, counter)))
             continue
+        if "floor" in request:
+            _send(_in_a_fork(lambda r=request: _floor(r, found, warm_up, counter)))
+            continue
 
         def replay(r: dict[str, Any] = request) -> Any:
             replay_plain(warm_up, 4_000, r["ladder"], counter)  # the pages, not the work
@@ -75,6 +79,18 @@ def _first_pass(name: str, found: dict[str, Any], warm_up: Any, counter: Any) ->
     tiktoken_pass(warm_up, counter)
     messages = _read_again(name, found)
     return {"ms": tiktoken_pass(messages, counter) * 1_000}
+
+
+def _floor(request: dict[str, Any], found: dict[str, Any], warm_up: Any, counter: Any) -> Any:
+    """``{"seconds"}``, each part of `reading_floor` over transcript ``request["name"]`` in
+    this (forked) process, after what a timed replay with ``request["ladder"]`` does before its
+    clock."""
+    from benchmarks.bench_replay import reading_floor, replay_plain
+
+    replay_plain(warm_up, 4_000, request["ladder"], counter)
+    messages = _read_again(request["name"], found)
+    read_once = [(position, seq) for position, seq in request["floor"]]
+    return {"seconds": reading_floor(messages, read_once, counter)}
 
 
 def _read_again(name: str, found: dict[str, Any]) -> Any:

@@ -48,7 +48,8 @@ from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
 from ctxfold.summarizers.identifiers import extract_identifiers, kind_of
-from ctxfold.summarizers.redact import redact_secrets
+from ctxfold.summarizers.ledger import build_ledger
+from ctxfold.summarizers.redact import redact_secrets, redacted_all
 from ctxfold.testing.transcripts import generate
 from ctxfold.tokens import Budget, TiktokenCounter
 from ctxfold.tokens import counter as make_counter
@@ -115,6 +116,8 @@ COLUMNS = [
     "replay range %",
     "replay / tiktoken pass",
     "replay / first tiktoken pass",
+    "reading floor ms",
+    "reading floor / first tiktoken pass",
 ]
 
 
@@ -159,6 +162,13 @@ class Figures:
     """Median milliseconds of the plain replay."""
     replay_range: float = 0.0
     """(slowest - fastest) / median of the plain replays, in percent."""
+    read_once: list[tuple[int, int]] = field(default_factory=list)
+    """(position, seq) of each original message a summary replaced: the messages some
+    summarizer read (`_summarized_originals`)."""
+    floor_ms: float = 0.0
+    """Median milliseconds of the reading floor (`reading_floor`), timed as a replay is."""
+    floor_parts: Counter[str] = field(default_factory=Counter)
+    """The median milliseconds of each part of the reading floor (`FLOOR_PARTS`)."""
     task_runs: int = 0
     """Runs whose task fits the bound on the user's words (1 or 0; summed in totals)."""
     task_kept: int = 0
@@ -226,6 +236,8 @@ class Figures:
             round(self.replay_range, 1),
             _ratio(self.replay_ms, self.tiktoken_ms),
             _ratio(self.replay_ms, self.first_tiktoken_ms),
+            round(self.floor_ms, 1),
+            _ratio(self.floor_ms, self.first_tiktoken_ms),
         ]
 
     def _task_cell(self) -> str:
@@ -245,9 +257,9 @@ def total(name: str, runs: Sequence[Figures]) -> Figures:
         "messages", "history", "requests", "compactions", "over_target", "final", "calls",
         "read", "record", "ids", "summarized", "summarized_kept", "dropped", "in_final",
         "verifier_kept", "verifier_left_out", "invalid", "remarks", "requested", "reused",
-        "tiktoken_ms", "first_tiktoken_ms", "replay_ms", "task_runs", "task_kept", "task_over",
-        "user_within", "user_kept", "fid_ids", "fid_ids_in_view", "commands", "commands_in_view",
-        "probes", "probes_answered", "lost", "recalled",
+        "tiktoken_ms", "first_tiktoken_ms", "replay_ms", "floor_ms", "task_runs", "task_kept",
+        "task_over", "user_within", "user_kept", "fid_ids", "fid_ids_in_view", "commands",
+        "commands_in_view", "probes", "probes_answered", "lost", "recalled",
     ]  # fmt: skip
     for run in runs:
         for key in added:
@@ -256,6 +268,7 @@ def total(name: str, runs: Sequence[Figures]) -> Figures:
         out.replay_range = max(out.replay_range, run.replay_range)
         out.summary_ratio = max(out.summary_ratio, run.summary_ratio)
         out.missing.update(run.missing)
+        out.floor_parts.update(run.floor_parts)
         out.short.extend(run.short)
         out.missed.extend(run.missed)
     return out
@@ -334,6 +347,26 @@ class ColdReplays:
         self._child.stdin.flush()
         ms: float = self._answer()["ms"]
         return ms / 1_000
+
+    def floor(
+        self,
+        name: str,
+        messages: Sequence[Message],
+        read_once: Sequence[tuple[int, int]],
+        ladder: str,
+        counter: TokenCounter,
+    ) -> dict[str, float]:
+        """Wall seconds of each part of `reading_floor` over the transcript `name`, in a fresh
+        fork of the clean process after the warm-up a replay with `ladder` has: timed as the
+        replay is. Where there is no fork, in this process (whose memos may hold the work)."""
+        if self._child is None:
+            return reading_floor(messages, read_once, counter)
+        assert self._child.stdin is not None
+        request = {"name": name, "floor": [list(pair) for pair in read_once], "ladder": ladder}
+        self._child.stdin.write(json.dumps(request) + "\n")
+        self._child.stdin.flush()
+        parts: dict[str, float] = self._answer()["seconds"]
+        return parts
 
     def _answer(self) -> dict[str, Any]:
         assert self._child is not None and self._child.stdout is not None
@@ -419,7 +452,55 @@ def replay_one(
     out.requested, out.reused = result.requested_tokens, result.reused_tokens
     _count_identifiers(out, messages, session)
     _fidelity(out, result)
+    out.read_once = _summarized_originals(session)
     return out
+
+
+FLOOR_PARTS = ("count", "identifiers", "redaction", "ledger")
+"""The parts of `reading_floor`, in the order they run."""
+
+
+def reading_floor(
+    messages: Sequence[Message], read_once: Sequence[tuple[int, int]], counter: TokenCounter
+) -> dict[str, float]:
+    """Seconds of each part (`FLOOR_PARTS`) of the work a replay of `messages` cannot skip,
+    each message read once: every
+    message counted (`count_message`, as the session's tally counts it), and each message a
+    summary replaced (`read_once`: its position and seq) scanned for identifiers, redacted and
+    read into the work ledger, through the functions the compaction uses. Every summary is
+    checked for the identifiers of its stretch, summaries are redacted (this benchmark's
+    compactors redact) and carry the ledger of what they replace, so no replay with these
+    compactions does less; it also does more (selecting and fitting lines, rendering, verifying,
+    reading the summaries it merges), which this leaves out."""
+    read = [messages[position] for position, _ in read_once]
+    pairs = [(seq, message) for (_, seq), message in zip(read_once, read, strict=True)]
+    marks = [time.perf_counter()]
+    for message in messages:
+        counter.count_message(message)
+    marks.append(time.perf_counter())
+    if read:
+        extract_identifiers(read)
+    marks.append(time.perf_counter())
+    if read:
+        redacted_all(read, redact_secrets)
+    marks.append(time.perf_counter())
+    if read:
+        build_ledger(pairs)
+    marks.append(time.perf_counter())
+    return {part: marks[i + 1] - marks[i] for i, part in enumerate(FLOOR_PARTS)}
+
+
+def _summarized_originals(session: Session) -> list[tuple[int, int]]:
+    """(position, seq) of each original message that a summarizer's summary replaced outright:
+    what the replay's summarizers read (a message a note replaced was dropped unread; one
+    replaced by a summary of summaries was read by the first)."""
+    summarized: set[int] = set()
+    for event in session.events():
+        if event.type == COMPACTION and event.data.get("strategy") == "summarize":
+            summarized.update(int(item) for item in event.data.get("replaced", ()))
+    return [
+        (position, seq) for position, seq in enumerate(_message_seqs(session)) if seq in summarized
+    ]
 
 
 def _fidelity(out: Figures, result: ReplayResult) -> None:
@@ -579,6 +660,12 @@ def _replay_all(
                         f"{figures.compactions}; the fidelity columns would not describe it"
                     )
             timing = summarize([s * 1_000 for s in seconds])
+            floors = [
+                timer.floor(name, msgs, figures.read_once, ladder, counter) for _ in range(reps)
+            ]
+            figures.floor_ms = summarize([sum(f.values()) * 1_000 for f in floors]).median
+            for part in FLOOR_PARTS:
+                figures.floor_parts[part] = summarize([f[part] * 1_000 for f in floors]).median
             figures.tiktoken_ms, figures.first_tiktoken_ms = passes[0][name], passes[1][name]
             figures.replay_ms, figures.replay_range = timing.median, timing.range_percent
             batch.append(figures)
@@ -641,6 +728,7 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool
         "rows: the sums); the second sets like against like. The fidelity "
         "figures come from one more replay per row whose every request is validated, not "
         "timed; its compactions are checked equal to the plain replays'.",
+        _floor_note(runs),
         "A request is what the model would be sent before each assistant message (and at the end "
         "when the transcript stops on a user or tool message). Peak and final tok are the "
         "compactor's estimate of the projected history at those requests, after any compaction; "
@@ -685,6 +773,36 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool
         "all, e.g. call ids reused by the original tau transcripts, which the checker notes). "
         "Cache reuse %: share of all request tokens that repeat the previous request's prefix.",
     ]
+
+
+def _floor_note(runs: Sequence[Figures]) -> str:
+    """What the reading floor is, and where the replay stands against it in the totals rows."""
+    sets: dict[int, list[Figures]] = {}
+    for f in runs:
+        if f.ladder == "default":
+            sets.setdefault(f.window, []).append(f)
+    where = "; ".join(
+        f"at {window:,}, {_ratio(t.floor_ms, t.first_tiktoken_ms)}× a first tiktoken pass ("
+        + ", ".join(
+            f"{part} {_ratio(t.floor_parts[part], t.first_tiktoken_ms)}×" for part in FLOOR_PARTS
+        )
+        + f"), the replay {_ratio(t.replay_ms, t.first_tiktoken_ms)}×"
+        for window, t in ((w, total("all", fs)) for w, fs in sorted(sets.items()))
+    )
+    return (
+        "Reading floor ms: the work a replay of the row cannot skip, each message read once, "
+        "timed as the replay is (the first in a fresh fork, after the same warm-up): every "
+        "message counted (count_message, as the session's tally counts it) and each original "
+        "message a summarizer's summary replaced outright (what the row's summarizers read) "
+        "scanned for identifiers (extract_identifiers: every summary is checked for its "
+        "stretch's), "
+        "redacted (redact_secrets: these compactors redact) and read into the work ledger "
+        "(build_ledger: every summary carries the ledger of what it replaces). Selecting and "
+        "fitting lines, rendering, verifying and reading the summaries a summary merges are "
+        "left out, so a replay with these compactions costs more than its floor, and a goal "
+        "below the floor cannot be met without giving up one of those checks. Totals rows, "
+        f"default ladder: {where or 'none measured'}."
+    )
 
 
 def _ratio(part: float, whole: float) -> float | str:

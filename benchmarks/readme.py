@@ -95,6 +95,7 @@ def replay_section(results: Path) -> list[str]:
         "summarizers read / history",
         "replay / one tiktoken pass",
         "replay / first tiktoken pass in a process",
+        "reading floor / first tiktoken pass",
     )
     cases = [
         ("default", 8000, "8,000"),
@@ -123,6 +124,7 @@ def replay_section(results: Path) -> list[str]:
                 "0" if not read else ratio(read),
                 ratio(r["replay / tiktoken pass"]),
                 ratio(r["replay / first tiktoken pass"]),
+                ratio(r["reading floor / first tiktoken pass"]),
             )
         )
     return lines

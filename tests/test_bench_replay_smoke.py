@@ -185,3 +185,43 @@ def test_identifier_fates_follow_each_message_to_its_own_seq(bench: ModuleType) 
                 homes.setdefault(found, set()).add(fate.get(seq, "kept"))
     summarized = [i for i, w in homes.items() if "summarized" in w and "kept" not in w]
     assert figures.summarized == len(summarized) > 0
+
+
+def test_reading_floor_is_its_parts_and_reads_what_summaries_replaced(
+    result: dict[str, Any], bench: ModuleType
+) -> None:
+    """Each row's reading floor is timed and set against its own first tiktoken pass. The
+    messages it reads beyond counting are the originals a summary replaced outright: none for
+    the rows that never summarize, and for a compacting replay exactly the seqs its summary
+    events name, each message at its own seq."""
+    for cells in _rows(result):
+        assert cells["reading floor ms"] > 0
+        assert cells["reading floor / first tiktoken pass"] == pytest.approx(
+            cells["reading floor ms"] / cells["first tiktoken pass ms"], rel=0.06
+        )
+    from ctxfold.testing.transcripts import generate
+    from ctxfold.tokens import counter as make_counter
+
+    counter = make_counter("auto")
+    messages = generate(seed=3, steps=60)
+    for ladder, window, summarizes in (
+        ("none", bench.NO_COMPACTION, False),
+        ("reference", 6_000, False),  # it drops turns before its summarizer is ever needed
+        ("default", 6_000, True),
+    ):
+        figures = bench.replay_one("floor", messages, window, ladder, counter)
+        assert bool(figures.read_once) is summarizes
+    session = bench.MemoryStore().session("floor", counter=counter)
+    bench.replay(session, messages, bench.compactor_for(6_000, "default", counter))
+    read_once = bench._summarized_originals(session)
+    named = {
+        int(item)
+        for e in session.events()
+        if e.type == "compaction" and e.data.get("strategy") == "summarize"
+        for item in e.data["replaced"]
+    }
+    seqs = bench._message_seqs(session)
+    assert {seq for _, seq in read_once} == named & set(seqs)
+    assert all(seqs[position] == seq for position, seq in read_once)
+    parts = bench.reading_floor(messages, read_once, counter)
+    assert list(parts) == list(bench.FLOOR_PARTS) and all(v >= 0 for v in parts.values())
