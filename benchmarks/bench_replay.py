@@ -800,7 +800,8 @@ def _floor_note(runs: Sequence[Figures]) -> str:
         "(build_ledger: every summary carries the ledger of what it replaces). Selecting and "
         "fitting lines, rendering, verifying and reading the summaries a summary merges are "
         "left out, so a replay with these compactions costs more than its floor, and a goal "
-        "below the floor cannot be met without giving up one of those checks. Totals rows, "
+        "below the floor cannot be met unless those passes get faster or one of them goes. "
+        "Totals rows, "
         f"default ladder: {where or 'none measured'}."
     )
 
