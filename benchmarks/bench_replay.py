@@ -44,6 +44,7 @@ from ctxfold.messages import Message, validate
 from ctxfold.pipeline import ClearToolResults, Pipeline, SlidingWindow, Summarize
 from ctxfold.protocols import TokenCounter
 from ctxfold.replay import ReplayResult, replay
+from ctxfold.replay.fidelity import read_text
 from ctxfold.session import Session
 from ctxfold.storage import MemoryStore
 from ctxfold.summarizers import SummaryRequest, SummaryResult
@@ -547,7 +548,7 @@ def _count_identifiers(out: Figures, messages: Sequence[Message], session: Sessi
         if message.role in ("user", "assistant"):
             for found in extract_identifiers(message):
                 homes.setdefault(found, set()).add(fate.get(seq, "kept"))
-    view = _text(session.messages())
+    view = read_text(session.messages())
     summarized = [i for i, where in homes.items() if "summarized" in where and "kept" not in where]
     out.ids = len(homes)
     out.summarized = len(summarized)
@@ -582,7 +583,8 @@ def _fates(session: Session) -> dict[int, str]:
 
 
 def _text(messages: Iterable[Message]) -> str:
-    """Everything the model reads of `messages`: contents, tool names, arguments and call ids."""
+    """The text of `messages` one tiktoken pass reads: contents, tool names, arguments as sent
+    and call ids."""
     parts: list[str] = []
     for message in messages:
         parts.append(message.content or "")

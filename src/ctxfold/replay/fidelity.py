@@ -164,7 +164,7 @@ def measure(
     within = list(dict.fromkeys(c.text.strip() for c in candidates if c.position in words.kept))
     kept_stripped = {t.strip() for t in kept_texts}
     task = next((m for i, m in users if i == words.task), None)
-    view_text = _text(item.message for item in final)
+    view_text = read_text(item.message for item in final)
     where: dict[str, set[int]] = {}
     for position, message in enumerate(messages):
         if message.role in ("user", "assistant"):
@@ -255,9 +255,11 @@ def _shown(text: str) -> str:
     return text[:-1] if text.endswith("…") else text
 
 
-def _text(messages: Iterable[Message]) -> str:
+def read_text(messages: Iterable[Message]) -> str:
     """Everything the model reads of `messages`: contents, tool names, arguments (and the string
-    values inside JSON arguments, as the model reads them) and call ids."""
+    values inside JSON arguments, as the model reads them) and call ids. An identifier is in a
+    view when it is a substring of this text: one taken from a JSON argument is unescaped there
+    (``grep "x" f`` in ``{"command": "grep \\"x\\" f"}``)."""
     parts: list[str] = []
     for message in messages:
         parts.append(message.content or "")
