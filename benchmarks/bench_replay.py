@@ -748,7 +748,10 @@ def _notes(runs: Sequence[Figures], counter: TokenCounter, reps: int, cold: bool
         "its summary). Ids summarized: held by a summarized message and by no kept one; "
         "summarized kept %: of those, the share found verbatim in the final view (the main "
         "figure). Ids dropped: held only by dropped messages. Ids in final %: of all, the share "
-        "verbatim in the final view. Summarized identifiers missing from the final view, by "
+        "verbatim in the final view. Verbatim in the view means a substring of its text as the "
+        "model reads it: contents, tool names, arguments and the strings inside JSON arguments "
+        "(read_text), so a command taken from an argument is found unescaped. Summarized "
+        "identifiers missing from the final view, by "
         f"kind, over all runs: {lost}.",
         "Verifier kept %: of the identifiers of every replaced stretch (tool output included), "
         "the share the compaction reports say each summary kept when it was written.",
