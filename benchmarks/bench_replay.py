@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,8 +164,8 @@ class Figures:
     replay_range: float = 0.0
     """(slowest - fastest) / median of the plain replays, in percent."""
     read_once: list[tuple[int, int]] = field(default_factory=list)
-    """(position, seq) of each original message a summary replaced: the messages some
-    summarizer read (`_summarized_originals`)."""
+    """(position, seq) of each original message a summarizer's summary replaced: the messages
+    some summarizer read (`_summarized_originals`)."""
     floor_ms: float = 0.0
     """Median milliseconds of the reading floor (`reading_floor`), timed as a replay is."""
     floor_parts: Counter[str] = field(default_factory=Counter)
@@ -465,30 +465,27 @@ def reading_floor(
     messages: Sequence[Message], read_once: Sequence[tuple[int, int]], counter: TokenCounter
 ) -> dict[str, float]:
     """Seconds of each part (`FLOOR_PARTS`) of the work a replay of `messages` cannot skip,
-    each message read once: every
-    message counted (`count_message`, as the session's tally counts it), and each message a
-    summary replaced (`read_once`: its position and seq) scanned for identifiers, redacted and
-    read into the work ledger, through the functions the compaction uses. Every summary is
-    checked for the identifiers of its stretch, summaries are redacted (this benchmark's
-    compactors redact) and carry the ledger of what they replace, so no replay with these
-    compactions does less; it also does more (selecting and fitting lines, rendering, verifying,
-    reading the summaries it merges), which this leaves out."""
+    each message read once: every message counted (`count_message`, as the session's tally
+    counts it), and each message a summarizer's summary replaced (`read_once`: its position and
+    seq) scanned for identifiers, redacted and read into the work ledger, through the functions
+    the compaction uses. Every summary is checked for the identifiers of its stretch, summaries
+    are redacted (this benchmark's compactors redact) and carry the ledger of what they replace,
+    so no replay with these compactions does less; it also does more (selecting and fitting
+    lines, rendering, verifying, reading the summaries it merges), which this leaves out."""
     read = [messages[position] for position, _ in read_once]
     pairs = [(seq, message) for (_, seq), message in zip(read_once, read, strict=True)]
-    marks = [time.perf_counter()]
-    for message in messages:
-        counter.count_message(message)
-    marks.append(time.perf_counter())
-    if read:
-        extract_identifiers(read)
-    marks.append(time.perf_counter())
-    if read:
-        redacted_all(read, redact_secrets)
-    marks.append(time.perf_counter())
-    if read:
-        build_ledger(pairs)
-    marks.append(time.perf_counter())
-    return {part: marks[i + 1] - marks[i] for i, part in enumerate(FLOOR_PARTS)}
+    passes: tuple[Callable[[], object], ...] = (
+        lambda: [counter.count_message(message) for message in messages],
+        lambda: extract_identifiers(read),
+        lambda: redacted_all(read, redact_secrets),
+        lambda: build_ledger(pairs),
+    )
+    seconds: dict[str, float] = {}
+    for part, work in zip(FLOOR_PARTS, passes, strict=True):
+        started = time.perf_counter()
+        work()
+        seconds[part] = time.perf_counter() - started
+    return seconds
 
 
 def _summarized_originals(session: Session) -> list[tuple[int, int]]:
