@@ -65,6 +65,18 @@ def _through_checkpoint(store: StoreBase) -> list[Message]:
     return messages
 
 
+def _fails_as_the_fold_fails(path: Path, error: type[Exception]) -> None:
+    """Reading the session at `path` raises `error`, in the same words with its checkpoint as
+    when the log is folded with no checkpoint at all."""
+    with SQLiteStore(path) as store, pytest.raises(error) as through:
+        store.session(SID).messages()
+    with SQLiteStore(path) as store:
+        store.drop_snapshots(SID)
+        with pytest.raises(error) as folded:
+            store.session(SID).messages()
+    assert str(through.value) == str(folded.value)
+
+
 def _write(path: Path, batches: list[list[Any]]) -> None:
     with SQLiteStore(path) as store:
         session = store.session(SID, checkpoint_every=1)
@@ -148,13 +160,7 @@ def test_a_checkpoint_over_an_unreadable_row_ends_as_the_fold_does(tmp_path: Pat
             "UPDATE events SET data = CAST(? AS TEXT) WHERE session_id = ? AND seq = 2",
             (b'{"message":{"role":"user","content":"\xff"}}', SID),
         )
-    with SQLiteStore(path) as store, pytest.raises(StoreCorruptError) as through:
-        store.session(SID).messages()
-    with SQLiteStore(path) as store:
-        store.drop_snapshots(SID)
-        with pytest.raises(StoreCorruptError) as folded:
-            store.session(SID).messages()
-    assert str(through.value) == str(folded.value)
+    _fails_as_the_fold_fails(path, StoreCorruptError)
 
 
 def test_a_reference_to_a_row_that_is_not_a_message_is_ignored(tmp_path: Path) -> None:
@@ -181,13 +187,7 @@ def test_a_reference_to_a_message_the_fold_refuses_ends_as_the_fold_does(tmp_pat
         )
     with SQLiteStore(path) as store:
         assert checkpoint.load(store, SID) is None
-        with pytest.raises(InvalidInputError) as through:
-            store.session(SID).messages()
-    with SQLiteStore(path) as store:
-        store.drop_snapshots(SID)
-        with pytest.raises(InvalidInputError) as folded:
-            store.session(SID).messages()
-    assert str(through.value) == str(folded.value)
+    _fails_as_the_fold_fails(path, InvalidInputError)
 
 
 def test_references_across_pages_and_gaps_longer_than_a_page(tmp_path: Path) -> None:
