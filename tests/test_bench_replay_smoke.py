@@ -158,8 +158,9 @@ def test_the_benchmark_compacts_exactly_as_the_cli_does(
 def test_identifier_fates_follow_each_message_to_its_own_seq(bench: ModuleType) -> None:
     """Every compaction is an event of the log and takes a seq, so after the first one a
     message's seq is no longer its position plus one: the fates of the identifier columns are
-    read at each message's own seq (`_message_seqs`). An identifier held by one message only is
-    summarized exactly when that message's item was replaced by summaries alone."""
+    read at each message's own seq (`_message_seqs`): a message is kept exactly when its seq is
+    an item of the final view, and an identifier is summarized when a summarized message holds
+    it and no kept one does."""
     from ctxfold.storage import MemoryStore
     from ctxfold.testing.transcripts import generate
     from ctxfold.tokens import counter as make_counter
@@ -175,16 +176,24 @@ def test_identifier_fates_follow_each_message_to_its_own_seq(bench: ModuleType) 
     by_seq = {e.seq: e.data["message"] for e in session.events() if e.type == "message"}
     assert [by_seq[seq] for seq in seqs] == [m.to_dict() for m in messages]
 
+    # Kept, read off the final view alone: an original still in it is an item with its seq.
+    # `_fates` must name every other message, and none of these.
+    in_view = {item.id for item in session.items()}
     fate = bench._fates(session)
+    assert all((seq in in_view) is (seq not in fate) for seq in seqs)
+
     figures = bench.Figures("fates", "default", 6_000, 0, 0)
     bench._count_identifiers(figures, messages, session)
-    homes: dict[str, set[str]] = {}
+    kept: set[str] = set()
+    summarized: set[str] = set()
     for seq, message in zip(seqs, messages, strict=True):
         if message.role in ("user", "assistant"):
-            for found in bench.extract_identifiers(message):
-                homes.setdefault(found, set()).add(fate.get(seq, "kept"))
-    summarized = [i for i, w in homes.items() if "summarized" in w and "kept" not in w]
-    assert figures.summarized == len(summarized) > 0
+            found = set(bench.extract_identifiers(message))
+            if seq in in_view:
+                kept |= found
+            elif fate[seq] == "summarized":
+                summarized |= found
+    assert figures.summarized == len(summarized - kept) > 0
 
 
 def test_reading_floor_is_its_parts_and_reads_what_summaries_replaced(
